@@ -1,0 +1,81 @@
+"""python -m checks list | run [ids] [--impl ...] [--device ...] [--json FILE]
+
+`list` needs nothing but the Python standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from checks import catalog
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m checks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_list = sub.add_parser("list", help="list workshops and their checks (stdlib only)")
+    p_list.add_argument("workshops", nargs="*", metavar="id")
+    p_list.add_argument("--device", default="interpreter", choices=("cuda", "interpreter"),
+                        help="which case table to count (interpreter runs use smaller sizes)")
+
+    p_run = sub.add_parser("run", help="run checks and print a table")
+    p_run.add_argument("workshops", nargs="*", metavar="id", help="workshop ids (default: all)")
+    p_run.add_argument("--impl", default="kernels",
+                       help="kernels (your starters), references, or a path to a .py file/folder")
+    p_run.add_argument("--device", default="auto", choices=("auto", "cuda", "interpreter"))
+    p_run.add_argument("--json", metavar="FILE", help="write every result as JSON")
+    p_run.add_argument("--seed", type=int, help="random seed (default: fresh, printed)")
+    p_run.add_argument("--timeout", type=float, help="seconds per check and case")
+    p_run.add_argument("--only", metavar="TEXT", help="only checks whose id contains TEXT")
+    p_run.add_argument("-v", "--verbose", action="store_true", help="show details of PASS rows too")
+
+    args = parser.parse_args(argv)
+    for w in args.workshops:
+        if w not in catalog.WORKSHOP_IDS:
+            parser.error(f"unknown workshop {w!r}; known: {', '.join(catalog.WORKSHOP_IDS)}")
+    if args.command == "list":
+        return _list(args.workshops or list(catalog.WORKSHOP_IDS), args.device)
+    return _run(args)
+
+
+def _list(workshops: list[str], device: str) -> int:
+    from checks.core import checks_for
+
+    total = 0
+    for workshop in workshops:
+        w = catalog.get(workshop)
+        print(f"{w.id}  [{w.level}]  {w.title}  ({w.notebook})")
+        for check in checks_for(workshop):
+            n = len(check.cases_for("cpu" if check.tier == "cpu" else device))
+            total += n
+            print(f"  {check.tier:<6} {check.id:<34} {n:>3} case(s)  {check.doc}")
+    print(f"{total} check case(s)")
+    return 0
+
+
+def _run(args) -> int:
+    from checks import report, runner
+    from checks.device import DeviceError
+
+    def progress(result):
+        print(f"  {result.outcome:<11} {result.workshop}/{result.check}  {result.case_label}",
+              file=sys.stderr, flush=True)
+
+    try:
+        the_run = runner.run(args.workshops, impl=args.impl, device=args.device, seed=args.seed,
+                             timeout=args.timeout, only=args.only, progress=progress)
+    except (DeviceError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(report.text_table(the_run, verbose=args.verbose))
+    if args.json:
+        report.write_json(the_run, args.json)
+        print(f"wrote {args.json}")
+    return 1 if the_run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

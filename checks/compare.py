@@ -1,0 +1,182 @@
+"""Comparing an implementation's output with a float64 reference, and saying where it differs.
+
+Every comparison happens in float64 on the CPU. An element passes when
+
+    |got - expected| <= atol + rtol * |expected|
+
+with (rtol, atol) taken from TOLERANCES by the output dtype unless a check passes its own (a
+check that does so states why next to the number). A failure names the worst element (largest
+ratio of error to tolerance), got vs expected, how many elements are out, the first few of them,
+NaN/Inf disagreements, and a hint when one of the check's diagnoses matches the symptom.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from checks.core import CheckFailed
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+    reason: str
+
+
+# Keyed by the dtype of the output. eps is the spacing of floating-point numbers just above 1.
+TOLERANCES: dict[str, Tolerance] = {
+    "float16": Tolerance(
+        2e-3, 6e-8,
+        "eps(fp16) = 2^-10 ~ 9.8e-4. The math runs in fp32 and is rounded once at the store "
+        "(at most eps/2), so 2 eps leaves room for fp32 reduction error without hiding a "
+        "one-ulp-per-step bug. atol = 2^-24, one step of the fp16 subnormals that small "
+        "probabilities round to."),
+    "bfloat16": Tolerance(
+        1.6e-2, 1e-30,
+        "eps(bf16) = 2^-7 ~ 7.8e-3; one rounding at the store costs at most eps/2, 2 eps is "
+        "the budget. bf16 has fp32's exponent range, so no subnormal floor is needed."),
+    "float32": Tolerance(
+        1e-5, 1e-30,
+        "eps(fp32) = 2^-23 ~ 1.2e-7. Reductions over up to 2^17 terms in a tree add about "
+        "log2(n) * eps/2 ~ 1e-6 and the hardware exp a few ulp; 1e-5 is about 10x that."),
+    "float64": Tolerance(
+        1e-12, 1e-300,
+        "float64 implementations (CPU workshops) are compared with float64 or exact math; "
+        "1e-12 allows reassociation over up to ~1e4 terms."),
+}
+
+
+def tolerance_for(dtype) -> Tolerance:
+    name = str(dtype).replace("torch.", "")
+    if name not in TOLERANCES:
+        raise ValueError(f"no tolerance is defined for dtype {name}")
+    return TOLERANCES[name]
+
+
+# A diagnosis looks at the float64 arrays and the boolean mask of bad elements and returns a
+# hint ("tail not masked: ...") when the symptom matches a known mistake, else None.
+Diagnosis = Callable[["object", "object", "object"], "str | None"]
+
+
+def assert_close(got, expected, *, name: str = "output", rtol: float | None = None,
+                 atol: float | None = None, dtype=None,
+                 diagnose: Sequence[Diagnosis] = (), max_listed: int = 5) -> tuple[float, float]:
+    """Compare `got` (any tensor) with `expected` (float64); raise CheckFailed on a mismatch.
+
+    Returns (max_error, tolerance_at_worst) for the result record.
+    """
+    import torch
+
+    got64 = got.detach().to("cpu", torch.float64)
+    exp64 = expected.detach().to("cpu", torch.float64)
+    if tuple(got64.shape) != tuple(exp64.shape):
+        raise CheckFailed(f"{name} has shape {tuple(got64.shape)}, expected {tuple(exp64.shape)}",
+                          hint="wrong output shape: check the allocation in the launcher")
+    if rtol is None or atol is None:
+        default = tolerance_for(dtype if dtype is not None else got.dtype)
+        rtol = default.rtol if rtol is None else rtol
+        atol = default.atol if atol is None else atol
+    if got64.numel() == 0:
+        return 0.0, atol
+
+    err = (got64 - exp64).abs()
+    allowed = atol + rtol * exp64.abs()
+    # Non-finite values: equal infinities of the same sign agree; NaN agrees only with NaN.
+    both_nan = got64.isnan() & exp64.isnan()
+    same_inf = got64.isinf() & exp64.isinf() & (got64.sign() == exp64.sign())
+    agree = both_nan | same_inf
+    err = torch.where(agree, torch.zeros_like(err), err)
+    err = torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
+    bad = (err > allowed) & ~agree
+    ratio = err / allowed
+    worst_flat = int(torch.argmax(ratio).item())
+    worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst_flat), got64.shape))
+    max_error = float(err.reshape(-1)[worst_flat].item())
+    tol_at_worst = float(allowed.reshape(-1)[worst_flat].item())
+    n_bad = int(bad.sum().item())
+    if n_bad == 0:
+        return max_error, tol_at_worst
+
+    g, e = got64[worst].item(), exp64[worst].item()
+    lines = [f"{name}: {n_bad} of {got64.numel()} elements outside tolerance "
+             f"(rtol={rtol:g}, atol={atol:g}); worst at index {worst}: got {g:.6g}, "
+             f"expected {e:.6g}, |error| {max_error:.3g} > {tol_at_worst:.3g}"]
+    nan_got = int((got64.isnan() & ~exp64.isnan()).sum().item())
+    if nan_got:
+        first = tuple(int(i) for i in (got64.isnan() & ~exp64.isnan()).nonzero()[0])
+        lines.append(f"{nan_got} NaN where the reference is a number (first at {first})")
+    inf_got = int((got64.isinf() & ~exp64.isinf()).sum().item())
+    if inf_got:
+        lines.append(f"{inf_got} Inf where the reference is finite")
+    listed = bad.nonzero()[:max_listed]
+    lines.append("first mismatches: " + "; ".join(
+        f"{tuple(int(i) for i in idx)} got {got64[tuple(idx)].item():.6g} "
+        f"expected {exp64[tuple(idx)].item():.6g}" for idx in listed.tolist()))
+    hint = ""
+    for diagnosis in diagnose:
+        hint = diagnosis(got64, exp64, bad) or ""
+        if hint:
+            break
+    raise CheckFailed("\n".join(lines), hint=hint, max_error=max_error, tolerance=tol_at_worst)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reusable diagnoses
+# ---------------------------------------------------------------------------------------------
+def only_in_tail_columns(block: int, hint: str) -> Diagnosis:
+    """Bad elements sit only in the last partial block of columns (width not a multiple)."""
+
+    def diagnose(got, expected, bad):
+        width = got.shape[-1]
+        tail_start = (width // block) * block
+        if width % block == 0 or not bool(bad.any()):
+            return None
+        cols = bad.reshape(-1, width).any(dim=0)
+        if bool(cols[:tail_start].any()):
+            return None
+        return hint
+
+    return diagnose
+
+
+def whole_rows_wrong(hint: str, *, fraction: float = 0.9) -> Diagnosis:
+    """Nearly every element of each bad row is wrong (a per-row statistic is wrong)."""
+
+    def diagnose(got, expected, bad):
+        rows = bad.reshape(-1, got.shape[-1])
+        bad_rows = rows.any(dim=1)
+        if not bool(bad_rows.any()):
+            return None
+        share = rows[bad_rows].float().mean().item()
+        return hint if share >= fraction else None
+
+    return diagnose
+
+
+def has_nan(hint: str) -> Diagnosis:
+    def diagnose(got, expected, bad):
+        return hint if bool((got.isnan() & ~expected.isnan()).any()) else None
+
+    return diagnose
+
+
+def ratio_constant_per_row(hint: str, *, rtol: float = 1e-3) -> Diagnosis:
+    """got = c_row * expected for a per-row constant c != 1 (a wrong normalizer)."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        g, e = got.reshape(-1, got.shape[-1]), expected.reshape(-1, expected.shape[-1])
+        safe = e.abs() > 1e-30
+        if not bool(safe.any()):
+            return None
+        ratio = torch.where(safe, g / torch.where(safe, e, torch.ones_like(e)), torch.nan)
+        med = ratio.nanmedian(dim=1).values
+        spread = (ratio - med[:, None]).abs().nan_to_num(0.0).amax(dim=1)
+        consistent = bool((spread <= rtol * med.abs().clamp_min(1e-30)).all())
+        off = bool(((med - 1).abs() > 10 * rtol).any())
+        return hint if consistent and off else None
+
+    return diagnose

@@ -1,0 +1,236 @@
+"""What a check body gets: random inputs, a guarded call into learner code, comparisons.
+
+`ctx.call(...)` is where the robustness rules of the check contract live, once for every
+workshop: inputs must come back bitwise unchanged, the output must be a fresh tensor of the
+promised shape, dtype and device, and a crash in learner code becomes a FAIL naming the file
+and line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Any, Callable, Iterable, Sequence
+
+from checks import compare
+from checks.core import CheckFailed, Unavailable
+from checks.device import torch_device
+
+
+class CheckContext:
+    def __init__(self, device: str, seed: int, key: str):
+        self.device = device  # "cuda", "interpreter" or "cpu"
+        self.torch_device = torch_device(device)
+        self.seed = seed
+        # One generator per (seed, check, case): any single row can be reproduced alone.
+        digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+        self.case_seed = int.from_bytes(digest[:6], "little")
+        self._generator = None
+        self.max_error: float | None = None
+        self.tolerance: float | None = None
+        self.notes: list[str] = []
+
+    # -- lazily imported libraries ---------------------------------------------------------------
+    @property
+    def torch(self):
+        import torch
+
+        return torch
+
+    @property
+    def generator(self):
+        if self._generator is None:
+            self._generator = self.torch.Generator().manual_seed(self.case_seed)
+        return self._generator
+
+    def numpy_rng(self):
+        import numpy as np
+
+        return np.random.default_rng(self.case_seed)
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def randn(self, shape: Sequence[int], dtype="float32", *, scale: float = 1.0,
+              shift: float = 0.0, device: str | None = None):
+        """Standard normal * scale + shift, drawn in float64 on the CPU, rounded to `dtype`.
+
+        Never all zeros: fresh random values on every run (the seed is in the result row).
+        """
+        torch = self.torch
+        x = torch.randn(tuple(shape), generator=self.generator, dtype=torch.float64)
+        x = (x * scale + shift).to(_dtype(dtype))
+        return x.to(device or self.torch_device)
+
+    def rand_like_distinct(self, shape, dtype="float32", low=-1.0, high=1.0, device=None):
+        torch = self.torch
+        x = torch.rand(tuple(shape), generator=self.generator, dtype=torch.float64)
+        return (low + (high - low) * x).to(_dtype(dtype)).to(device or self.torch_device)
+
+    # -- outputs ---------------------------------------------------------------------------------
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def assert_close(self, got, expected, **kwargs) -> None:
+        max_error, tolerance = compare.assert_close(got, expected, **kwargs)
+        if self.max_error is None or max_error > self.max_error:
+            self.max_error, self.tolerance = max_error, tolerance
+
+    def fail(self, message: str, hint: str = "") -> None:
+        raise CheckFailed(message, hint=hint)
+
+    def require_cuda(self) -> None:
+        if self.device != "cuda":
+            raise Unavailable("needs a CUDA GPU; this run uses "
+                              f"{'the Triton CPU interpreter' if self.device == 'interpreter' else 'the CPU'}")
+
+    # -- calling learner code -------------------------------------------------------------------
+    def call(self, fn: Callable, *args, expect_shape=None, expect_dtype=None,
+             expect_contiguous: bool = False, name: str | None = None, **kwargs):
+        """Call learner code and enforce the contract on its inputs and output.
+
+        FAIL (with the reason named) when it raises, writes an input, returns a non-tensor,
+        returns an input (or a view of one), or returns the wrong shape, dtype or device.
+        """
+        torch = self.torch
+        label = name or getattr(fn, "__name__", "function")
+        inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+        before = [t.detach().clone() for t in inputs]
+        out = call_learner(fn, *args, label=label, **kwargs)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        for i, (t, saved) in enumerate(zip(inputs, before)):
+            if not _bitwise_equal(t, saved):
+                raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",
+                                  hint="inputs must never be written: allocate a fresh output")
+        if not isinstance(out, torch.Tensor):
+            raise CheckFailed(f"{label} returned {type(out).__name__}, expected a torch.Tensor",
+                              hint="return the output tensor from the launcher")
+        for t in inputs:
+            if _shares_memory(out, t):
+                raise CheckFailed(f"{label} returned one of its inputs (or a view of it)",
+                                  hint="outputs must be freshly allocated, e.g. torch.empty(...)")
+        if expect_shape is not None and tuple(out.shape) != tuple(expect_shape):
+            raise CheckFailed(f"{label} returned shape {tuple(out.shape)}, expected "
+                              f"{tuple(expect_shape)}", hint="wrong output shape")
+        if expect_dtype is not None and out.dtype != _dtype(expect_dtype):
+            raise CheckFailed(f"{label} returned dtype {out.dtype}, expected {_dtype(expect_dtype)}",
+                              hint="the output keeps the input's dtype; statistics stay in fp32")
+        if out.device.type != self.torch_device:
+            raise CheckFailed(f"{label} returned a tensor on {out.device}, expected "
+                              f"{self.torch_device}", hint="allocate the output on x.device")
+        if expect_contiguous and not out.is_contiguous():
+            raise CheckFailed(f"{label} returned a non-contiguous tensor (strides {out.stride()})",
+                              hint="the API promises a new contiguous output")
+        return out
+
+    def expect_error(self, fn: Callable, *args, errors=(TypeError, ValueError),
+                     mentions: Iterable[str] = (), what: str = "", **kwargs) -> None:
+        """The call must raise one of `errors`, mentioning each word of `mentions`, before any
+        kernel launch."""
+        from checks import launches
+
+        label = what or getattr(fn, "__name__", "call")
+        with launches.counting() as log:
+            try:
+                fn(*args, **kwargs)
+            except errors as exc:
+                message = str(exc)
+                missing = [m for m in mentions if m.lower() not in message.lower()]
+                if missing:
+                    raise CheckFailed(f"{label}: raised {type(exc).__name__}({message!r}), which "
+                                      f"does not mention {missing}",
+                                      hint="name the argument, what it got and what it accepts")
+                if log:
+                    raise CheckFailed(f"{label}: raised only after launching {log}",
+                                      hint="validate arguments before launching any kernel")
+                return
+            except Exception as exc:  # noqa: BLE001 - learner code may raise anything
+                raise CheckFailed(f"{label}: raised {type(exc).__name__}: {exc}, expected "
+                                  f"{' or '.join(e.__name__ for e in errors)}",
+                                  hint="refuse bad calls with a TypeError or ValueError") from exc
+        raise CheckFailed(f"{label}: no error was raised for a bad call",
+                          hint="validate arguments in the launcher before launching")
+
+    @contextlib.contextmanager
+    def count_launches(self):
+        from checks import launches
+
+        with launches.counting() as log:
+            yield log
+
+
+def call_learner(fn: Callable, *args, label: str = "", **kwargs) -> Any:
+    """Run learner code; turn any exception into a CheckFailed naming where it happened."""
+    try:
+        return fn(*args, **kwargs)
+    except (CheckFailed, Unavailable, TimeoutError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - learner code may raise anything
+        raise CheckFailed(f"{label or 'the implementation'} raised {describe_exception(exc)}",
+                          hint=_exception_hint(exc)) from exc
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`TypeError: message (at kernels/foo.py:42)`, pointing at the innermost learner frame."""
+    import traceback
+
+    from checks.loader import REPO_ROOT
+
+    where = ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        filename = frame.filename
+        if "site-packages" in filename or "/checks/" in filename or filename.startswith("<"):
+            continue
+        try:
+            shown = str(__import__("pathlib").Path(filename).resolve().relative_to(REPO_ROOT))
+        except ValueError:
+            shown = filename
+        where = f" (at {shown}:{frame.lineno})"
+        break
+    text = str(exc).strip()
+    if len(text) > 1500:
+        text = text[:1500] + " ..."
+    return f"{type(exc).__name__}: {text}{where}"
+
+
+def _exception_hint(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "CompilationError":
+        return "Triton could not compile the kernel: the message shows the line and the reason"
+    if name == "InterpreterError":
+        return "the kernel failed under Triton's interpreter: the message shows the Python error"
+    if name == "OutOfResources":
+        return "the block size needs more registers or shared memory than the GPU has"
+    return ""
+
+
+def _bitwise_equal(a, b) -> bool:
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point:
+        bits = {torch.float16: torch.int16, torch.bfloat16: torch.int16,
+                torch.float32: torch.int32, torch.float64: torch.int64}[a.dtype]
+        return torch.equal(a.detach().contiguous().view(bits), b.detach().contiguous().view(bits))
+    return torch.equal(a, b)
+
+
+def _shares_memory(a, b) -> bool:
+    try:
+        sa, sb = a.untyped_storage(), b.untyped_storage()
+    except Exception:  # noqa: BLE001
+        return False
+    if sa.data_ptr() == 0 or sb.data_ptr() == 0:
+        return False
+    a0, a1 = sa.data_ptr(), sa.data_ptr() + sa.nbytes()
+    b0, b1 = sb.data_ptr(), sb.data_ptr() + sb.nbytes()
+    return a0 < b1 and b0 < a1
+
+
+def _dtype(dtype):
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    return getattr(torch, str(dtype).replace("torch.", ""))

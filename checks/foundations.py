@@ -1,0 +1,187 @@
+"""Checks for the foundations workshop: `add(x, y)` and `row_softmax(x)`.
+
+References are float64 computations on the CPU. Shapes include a power of two, "weird" sizes
+and sizes smaller than one block; interpreter runs use smaller tables than GPU runs.
+"""
+
+from __future__ import annotations
+
+from checks.compare import only_in_tail_columns, ratio_constant_per_row
+from checks.core import Case, register
+
+W = "foundations"
+DTYPES = ("float16", "bfloat16", "float32")
+
+
+def _add_cases(device: str) -> list[Case]:
+    sizes = (1, 7, 1024, 1000, 4097) if device != "cuda" else (1, 7, 1024, 1000, 4097, 1 << 20, 1_000_003)
+    return [Case(n=n, dtype=d, block=b) for n in sizes for d in DTYPES for b in (128, 1024)
+            if not (d != "float32" and b == 128 and n > 5000)]
+
+
+@register(W, "add.values", tier="kernel", uses=("add",), cases=_add_cases,
+          doc="x + y against float64, tails owned by the last program")
+def add_values(ctx, impl, case):
+    torch = ctx.torch
+    x = ctx.randn((case.n,), case.dtype)
+    y = ctx.randn((case.n,), case.dtype)
+    out = ctx.call(impl.add, x, y, block=case.block, expect_shape=x.shape, expect_dtype=case.dtype)
+    expected = x.double().cpu() + y.double().cpu()
+    ctx.assert_close(out, expected, name="add(x, y)", diagnose=[_first_block_only(case.block)])
+    if out.numel() != case.n:
+        ctx.fail("wrong number of elements")
+    del torch
+
+
+def _first_block_only(block: int):
+    def diagnose(got, expected, bad):
+        idx = bad.nonzero()
+        if len(idx) and int(idx.min()) >= block:
+            return ("program id not used: every element past the first block is wrong, as if "
+                    "each program computed block 0 (offsets = pid * BLOCK + arange)")
+        return None
+
+    return diagnose
+
+
+@register(W, "add.guard_zone", tier="kernel", uses=("add",),
+          cases=[Case(n=n, block=128) for n in (1, 100, 129, 1000)],
+          doc="the last program reads nothing past the end of x and y")
+def add_guard_zone(ctx, impl, case):
+    """Inputs are views at the front of larger buffers whose remainder holds NaN. A load
+    without a mask past the end reads that NaN; with the mask it reads nothing."""
+    torch = ctx.torch
+    pad = 4 * case.block
+    x_buf = torch.full((case.n + pad,), float("nan"), device=ctx.torch_device)
+    y_buf = torch.full((case.n + pad,), float("nan"), device=ctx.torch_device)
+    x_buf[: case.n] = ctx.randn((case.n,))
+    y_buf[: case.n] = ctx.randn((case.n,))
+    x, y = x_buf[: case.n], y_buf[: case.n]
+    out = ctx.call(impl.add, x, y, block=case.block, expect_shape=(case.n,))
+    ctx.assert_close(out, x.double().cpu() + y.double().cpu(), name="add(x, y)")
+    # A masked program also must not write past its output's end: we cannot see past `out`,
+    # but we can see that the guard zones of the inputs are untouched.
+    if not bool(torch.isnan(x_buf[case.n:]).all() and torch.isnan(y_buf[case.n:]).all()):
+        ctx.fail("the memory after x or y changed", hint="tail not masked: the last program "
+                 "stored past the end")
+
+
+def _softmax_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        shapes = [(1, 1), (3, 5), (8, 17), (64, 1000), (128, 1024), (37, 4097), (256, 16384),
+                  (4, 65536), (1823, 781)]
+    else:
+        shapes = [(1, 1), (3, 5), (8, 17), (4, 1000), (2, 1024), (3, 4097)]
+    return [Case(shape=s, dtype=d) for s in shapes for d in DTYPES]
+
+
+def _softmax64(x):
+    return x.double().cpu().softmax(dim=-1)
+
+
+def _softmax_diagnoses(width: int):
+    block = 1 << max(width - 1, 0).bit_length()
+    return [
+        only_in_tail_columns(block, "tail not masked: only the padded block's last columns "
+                                    "are wrong"),
+        lambda g, e, bad: ("tail not masked: padded lanes were loaded as 0 (or garbage) instead "
+                           "of -inf, so each adds exp(0 - max) to the denominator"
+                           if width != block and bool(bad.any())
+                           and ratio_constant_per_row("x")(g, e, bad) else None),
+        ratio_constant_per_row("the normalizer is wrong: every element of a row is off by the "
+                               "same factor (sum over the wrong lanes?)"),
+    ]
+
+
+@register(W, "row_softmax.values", tier="kernel", uses=("row_softmax",), cases=_softmax_cases,
+          doc="row softmax against float64, ragged widths, all dtypes")
+def row_softmax_values(ctx, impl, case):
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype,
+                   expect_contiguous=True)
+    ctx.assert_close(out, _softmax64(x), name="row_softmax(x)",
+                     diagnose=_softmax_diagnoses(case.shape[1]))
+
+
+@register(W, "row_softmax.extreme", tier="kernel", uses=("row_softmax",),
+          cases=[Case(shape=(4, 33), dtype="float16", magnitude=60000.0),
+                 Case(shape=(4, 33), dtype="bfloat16", magnitude=1e30),
+                 Case(shape=(4, 33), dtype="float32", magnitude=1e4),
+                 Case(shape=(3, 8), dtype="float32", magnitude=0.0)],
+          doc="huge finite logits (max subtraction) and rows of identical values")
+def row_softmax_extreme(ctx, impl, case):
+    torch = ctx.torch
+    if case.magnitude:
+        # Values spread over [0.9, 1] * magnitude: exp(x) overflows without the max shift.
+        x = ctx.rand_like_distinct(case.shape, "float64", 0.9, 1.0) * case.magnitude
+        x = x.to(getattr(torch, case.dtype))
+    else:
+        x = torch.full(case.shape, 3.25, dtype=getattr(torch, case.dtype), device=ctx.torch_device)
+    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape)
+    ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
+        lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
+                           if bool(g.isnan().any() | g.isinf().any()) else None)])
+
+
+@register(W, "row_softmax.rows_sum_to_one", tier="kernel", uses=("row_softmax",),
+          cases=[Case(shape=(16, 257), dtype=d) for d in DTYPES],
+          doc="every row sums to 1 within n * eps/2 of the output dtype")
+def rows_sum_to_one(ctx, impl, case):
+    torch = ctx.torch
+    x = ctx.randn(case.shape, case.dtype, scale=2.0)
+    out = ctx.call(impl.row_softmax, x)
+    sums = out.double().cpu().sum(dim=-1)
+    eps = torch.finfo(getattr(torch, case.dtype)).eps
+    eps32 = torch.finfo(torch.float32).eps
+    # Each output is rounded once (relative error <= eps/2, so the sum is off by <= eps/2), and
+    # all outputs of a row share the fp32 denominator, whose tree sum over n terms is off by
+    # about log2(n) * eps32/2, plus the fp32 divide: (log2(n) + 2) * eps32 covers both.
+    allowed = 0.5 * eps + (case.shape[1].bit_length() + 2) * eps32
+    worst = float((sums - 1).abs().max())
+    ctx.max_error, ctx.tolerance = worst, allowed
+    if worst > allowed:
+        ctx.fail(f"a row sums to {float(sums[(sums - 1).abs().argmax()]):.8g}, off by {worst:.3g} "
+                 f"> {allowed:.3g}", hint="the denominator must be the sum over the real columns")
+
+
+@register(W, "bad_calls", tier="kernel", uses=("add", "row_softmax"),
+          doc="bad calls raise TypeError/ValueError before any launch")
+def bad_calls(ctx, impl, case):
+    torch = ctx.torch
+    dev = ctx.torch_device
+    x = ctx.randn((4, 8))
+    ctx.expect_error(impl.add, x, ctx.randn((4, 9)), mentions=["y"], what="add: shape mismatch")
+    ctx.expect_error(impl.add, x, x.half(), mentions=["y"], what="add: dtype mismatch")
+    ctx.expect_error(impl.add, x, [1, 2], mentions=["y"], what="add: y not a tensor")
+    ctx.expect_error(impl.add, x.int(), x.int(), mentions=["x"], what="add: integer dtype")
+    ctx.expect_error(impl.add, x, x, block=100, mentions=["block"], what="add: block not 2^k")
+    ctx.expect_error(impl.row_softmax, ctx.randn((8,)), mentions=["2-D"], what="row_softmax: 1-D")
+    ctx.expect_error(impl.row_softmax, ctx.randn((2, 3, 4)), mentions=["2-D"],
+                     what="row_softmax: 3-D")
+    ctx.expect_error(impl.row_softmax, torch.ones((2, 3), dtype=torch.int32, device=dev),
+                     mentions=["x"], what="row_softmax: integer dtype")
+    ctx.expect_error(impl.row_softmax, x.t(), mentions=["contiguous"],
+                     what="row_softmax: non-contiguous")
+    if ctx.device == "cuda":
+        ctx.expect_error(impl.row_softmax, x.cpu(), mentions=["cuda"],
+                         what="row_softmax: CPU tensor on a GPU run")
+
+
+@register(W, "cuda.stream", tier="cuda", uses=("row_softmax",),
+          cases=[Case(shape=(512, 4096), dtype="float16")],
+          doc="launches on the caller's current (non-default) stream")
+def cuda_stream(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    source = ctx.randn(case.shape, case.dtype)
+    stream = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        busy = torch.randn((4096, 4096), device="cuda")
+        _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
+        x = source * 1  # x is written on the side stream, after the busy work
+        out = ctx.call(impl.row_softmax, x)
+    stream.synchronize()
+    ctx.assert_close(out, _softmax64(source), name="row_softmax on a side stream",
+                     diagnose=[lambda g, e, bad: "launched on the default stream instead of the "
+                               "current one (read x before it was written)"])

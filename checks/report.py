@@ -1,0 +1,81 @@
+"""Showing results: a terminal table, counts per tier and outcome, HTML for notebooks, JSON."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from checks.core import OUTCOMES, TIERS, Result
+from checks.runner import Run
+
+_SYMBOL = {"PASS": "PASS", "FAIL": "FAIL", "TODO": "TODO", "UNAVAILABLE": "UNAVAILABLE"}
+_COLOUR = {"PASS": "#1a7f37", "FAIL": "#cf222e", "TODO": "#9a6700", "UNAVAILABLE": "#57606a"}
+
+
+def text_table(run: Run, *, verbose: bool = False) -> str:
+    lines = [f"implementation: {run.header['impl']}   device: {run.header['device']}   "
+             f"seed: {run.header['seed']}"]
+    width = max([len(f"{r.workshop}/{r.check}") for r in run.results] + [10])
+    for r in run.results:
+        line = f"{r.outcome:<11} {r.tier:<6} {r.workshop + '/' + r.check:<{width}}  {r.case_label}"
+        lines.append(line.rstrip())
+        if r.outcome != "PASS" or verbose:
+            for text in r.message.splitlines() if r.message else []:
+                lines.append(f"{'':18}{text}")
+            if r.hint:
+                lines.append(f"{'':18}hint: {r.hint}")
+        for note in r.notes:
+            lines.append(f"{'':18}note: {note}")
+    lines.append("")
+    lines.append(counts_table(run))
+    return "\n".join(lines)
+
+
+def counts_table(run: Run) -> str:
+    counts = run.counts()
+    header = f"{'tier':<8}" + "".join(f"{o:>13}" for o in OUTCOMES) + f"{'total':>8}"
+    rows = [header]
+    for tier in TIERS:
+        n = [counts.get((tier, o), 0) for o in OUTCOMES]
+        if sum(n):
+            rows.append(f"{tier:<8}" + "".join(f"{x:>13}" for x in n) + f"{sum(n):>8}")
+    totals = [sum(counts.get((t, o), 0) for t in TIERS) for o in OUTCOMES]
+    rows.append(f"{'all':<8}" + "".join(f"{x:>13}" for x in totals) + f"{sum(totals):>8}")
+    return "\n".join(rows)
+
+
+def html_table(results: list[Result], header: dict | None = None) -> str:
+    """The table a notebook check cell shows (inline styles only: it must render offline)."""
+    cell = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:left;vertical-align:top"
+    out = ['<table style="border-collapse:collapse;font-size:90%">',
+           f'<tr><th style="{cell}">outcome</th><th style="{cell}">check</th>'
+           f'<th style="{cell}">case</th><th style="{cell}">details</th></tr>']
+    for r in results:
+        details = html.escape(r.message).replace("\n", "<br>")
+        if r.hint:
+            details += f"<br><b>hint:</b> {html.escape(r.hint)}"
+        for note in r.notes:
+            details += f"<br><i>note:</i> {html.escape(note)}"
+        colour = _COLOUR[r.outcome]
+        out.append(f'<tr><td style="{cell};color:{colour};font-weight:bold">{r.outcome}</td>'
+                   f'<td style="{cell}"><code>{html.escape(r.check)}</code> ({r.tier})</td>'
+                   f'<td style="{cell}">{html.escape(r.case_label)}</td>'
+                   f'<td style="{cell}">{details}</td></tr>')
+    out.append("</table>")
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.outcome] = counts.get(r.outcome, 0) + 1
+    summary = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
+    where = f" on {header['device']}" if header else ""
+    out.append(f"<p><b>{summary}</b>{html.escape(where)}</p>")
+    return "\n".join(out)
+
+
+def write_json(run: Run, path: str | Path) -> None:
+    """One header plus one record per result (the evidence format of DESIGN.md)."""
+    payload = {"header": run.header, "results": [r.to_json() for r in run.results],
+               "counts": [{"tier": t, "outcome": o, "count": n}
+                          for (t, o), n in sorted(run.counts().items())]}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(payload, indent=1, default=str) + "\n")

@@ -1,0 +1,234 @@
+"""Running checks: one Result per (check, case), whatever the implementation does.
+
+The runner never crashes because of learner code: an exception is a FAIL carrying it, a hang is
+a FAIL after the time limit, an unfilled exercise is a TODO, a missing GPU or Triton is
+UNAVAILABLE with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import secrets
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from checks import catalog, loader
+from checks.core import (FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, Result, Unavailable,
+                         checks_for)
+
+DEFAULT_TIMEOUT = 300.0  # seconds per (check, case); --timeout or CHECKS_TIMEOUT change it
+
+
+@dataclass
+class Run:
+    header: dict
+    results: list[Result] = field(default_factory=list)
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        out: dict[tuple[str, str], int] = {}
+        for r in self.results:
+            out[(r.tier, r.outcome)] = out.get((r.tier, r.outcome), 0) + 1
+        return out
+
+    @property
+    def failed(self) -> bool:
+        return any(r.outcome == FAIL for r in self.results)
+
+
+def default_seed() -> int:
+    env = os.environ.get("CHECKS_SEED")
+    return int(env) if env else secrets.randbelow(2**31)
+
+
+def default_timeout() -> float:
+    return float(os.environ.get("CHECKS_TIMEOUT", DEFAULT_TIMEOUT))
+
+
+def run(workshops: list[str] | None = None, impl: str = "kernels", device: str = "auto",
+        seed: int | None = None, timeout: float | None = None, only: str | None = None,
+        progress: Callable[[Result], None] | None = None) -> Run:
+    """Run the checks of `workshops` (all by default) against implementation `impl`.
+
+    `device` is resolved first (auto/cuda/interpreter), before any kernel module is imported.
+    `only` keeps the checks whose id contains that text.
+    """
+    from checks import device as devices
+
+    run_device = devices.select(device)
+    implementation = loader.resolve(impl)
+    seed = default_seed() if seed is None else seed
+    timeout = default_timeout() if timeout is None else timeout
+    workshops = list(workshops or catalog.WORKSHOP_IDS)
+    for w in workshops:
+        catalog.get(w)
+    the_run = Run(header=_header(workshops, implementation, run_device, seed))
+    for workshop in workshops:
+        module, import_error = _import(workshop, implementation)
+        for check in checks_for(workshop):
+            if only and only not in check.id:
+                continue
+            tier_device = "cpu" if check.tier == "cpu" else run_device
+            for case in check.cases_for(tier_device):
+                result = _run_one(check, case, module, import_error, implementation,
+                                  tier_device, seed, timeout)
+                the_run.results.append(result)
+                if progress:
+                    progress(result)
+    return the_run
+
+
+def _import(workshop: str, implementation: loader.Implementation):
+    try:
+        return loader.load(workshop, implementation), None
+    except Exception as exc:  # noqa: BLE001 - a learner file may fail to import in any way
+        from checks.context import describe_exception
+
+        return None, describe_exception(exc)
+
+
+def _run_one(check: Check, case, module, import_error, implementation, device, seed,
+             timeout) -> Result:
+    result = Result(check.workshop, check.id, case.to_json(), check.tier, device, PASS)
+    started = time.perf_counter()
+    try:
+        todos = loader.unfilled_exercises(check.workshop, implementation, check.uses)
+        if todos:
+            result.outcome = TODO
+            result.message = ("exercise not filled yet: " + ", ".join(todos) +
+                              " (write your code there, then delete the TODO line)")
+        elif check.tier == "cuda" and device != "cuda":
+            result.outcome = UNAVAILABLE
+            result.message = "needs a CUDA GPU; this run uses the Triton CPU interpreter"
+        elif check.tier != "cpu" and not _triton_available():
+            result.outcome = UNAVAILABLE
+            result.message = "Triton is not installed (pip install triton)"
+        elif check.uses and module is None:
+            result.outcome = FAIL
+            result.message = f"could not import {implementation.label} for {check.workshop}: {import_error}"
+            result.hint = "fix the error above so the module imports"
+        else:
+            _execute(check, case, module, device, seed, timeout, result)
+    except Unavailable as exc:
+        result.outcome, result.message = UNAVAILABLE, str(exc)
+    except CheckFailed as exc:
+        result.outcome, result.message, result.hint = FAIL, exc.message, exc.hint
+        result.max_error = exc.max_error if exc.max_error is not None else result.max_error
+        result.tolerance = exc.tolerance if exc.tolerance is not None else result.tolerance
+    except TimeoutError as exc:
+        result.outcome = FAIL
+        result.message = str(exc)
+        result.hint = "hang: a loop that never ends (check its bounds and step), or a far too large grid"
+    except Exception as exc:  # noqa: BLE001 - a crash anywhere is a FAIL, never a runner crash
+        from checks.context import describe_exception
+
+        result.outcome = FAIL
+        result.message = f"raised {describe_exception(exc)}"
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _execute(check, case, module, device, seed, timeout, result) -> None:
+    from checks.context import CheckContext
+
+    key = f"{check.full_id}:{case.label}"
+    ctx = CheckContext(device, seed, key)
+    limit = check.timeout or timeout
+    try:
+        with _time_limit(limit, f"{check.full_id} [{case.label}] did not finish within {limit:g} s"):
+            check.fn(ctx, module, case)
+    finally:
+        result.max_error, result.tolerance = ctx.max_error, ctx.tolerance
+        result.notes = list(ctx.notes)
+    result.case = dict(result.case, seed=ctx.case_seed)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float, message: str):
+    """Raise TimeoutError in the running check after `seconds` (main thread, Unix only).
+
+    A kernel stuck on a real GPU cannot be interrupted from Python; under the interpreter (a
+    Python loop) and in CPU code this works.
+    """
+    usable = (seconds and seconds > 0 and hasattr(signal, "SIGALRM")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise TimeoutError(message)
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _triton_available() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _header(workshops, implementation, device, seed) -> dict:
+    header = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "device": device,
+        "impl": implementation.label,
+        "impl_path": loader._display(implementation.folder),
+        "seed": seed,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "sources": {},
+    }
+    for workshop in workshops:
+        for path in loader.source_files(workshop, implementation):
+            if path.is_file():
+                header["sources"][loader._display(path)] = loader.sha256(path)
+    for name in ("numpy", "torch", "triton"):
+        try:
+            header[name] = __import__(name).__version__
+        except ImportError:
+            header[name] = None
+    if device == "cuda":
+        import torch
+
+        props = torch.cuda.get_device_properties(0)
+        header.update(gpu=props.name, sm_count=props.multi_processor_count,
+                      cuda=torch.version.cuda, driver=_driver_version())
+    header["git_commit"], header["git_dirty"] = _git_state()
+    return header
+
+
+def _driver_version() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def _git_state() -> tuple[str | None, bool | None]:
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=loader.REPO_ROOT,
+                                capture_output=True, text=True, timeout=20).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=loader.REPO_ROOT,
+                               capture_output=True, text=True, timeout=20).stdout.strip()
+        return (commit or None), bool(dirty)
+    except (OSError, subprocess.SubprocessError):
+        return None, None

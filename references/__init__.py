@@ -1,0 +1,1 @@
+"""Reference solutions: the same names and API as the starters in kernels/."""
