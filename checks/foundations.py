@@ -137,6 +137,11 @@ def rows_sum_to_one(ctx, impl, case):
     # all outputs of a row share the fp32 denominator, whose tree sum over n terms is off by
     # about log2(n) * eps32/2, plus the fp32 divide: (log2(n) + 2) * eps32 covers both.
     allowed = 0.5 * eps + (case.shape[1].bit_length() + 2) * eps32
+    if ctx.device == "interpreter" and case.dtype == "bfloat16":
+        # Triton 3.6's interpreter truncates fp32 -> bf16 (round toward zero), so each output
+        # may lose up to a full eps, all in the same direction.
+        allowed += 0.5 * eps
+        ctx.note("bf16 stores truncate under Triton's interpreter; tolerance widened to eps")
     worst = float((sums - 1).abs().max())
     ctx.max_error, ctx.tolerance = worst, allowed
     if worst > allowed:

@@ -1,1 +1,2 @@
-"""Your kernels: fill in the TODO regions. Derived from references/ by tools/make_starters.py."""
+"""Kernel modules of the workshop book: references/ holds the solutions, kernels/ your starters
+(derived from references/ by tools/make_starters.py; same names, same API)."""

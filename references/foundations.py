@@ -18,13 +18,12 @@ Limitations
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
-_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+from ._validate import check_device, check_power_of_two, check_same, check_tensor
+
 _MAX_ROW_BLOCK = 65536  # one program holds a whole row in registers; beyond this it spills
 
 
@@ -50,18 +49,13 @@ def add_kernel(
 
 def add(x: torch.Tensor, y: torch.Tensor, *, block: int = 1024) -> torch.Tensor:
     """x + y for two contiguous tensors of one shape, dtype and device."""
-    _check_tensor("x", x)
-    _check_tensor("y", y)
-    if y.shape != x.shape:
-        raise ValueError(f"y must have x's shape {tuple(x.shape)}, got {tuple(y.shape)}")
-    if y.dtype != x.dtype:
-        raise TypeError(f"y must have x's dtype {x.dtype}, got {y.dtype}")
-    if y.device != x.device:
-        raise ValueError(f"y must be on x's device {x.device}, got {y.device}")
+    check_tensor("x", x)
+    check_tensor("y", y)
+    check_same("y", y, "x", x)
     if not (x.is_contiguous() and y.is_contiguous()):
         raise ValueError("add expects contiguous x and y (strided views are workshop 1)")
-    _check_block("block", block, 16, 65536)
-    _check_device(x)
+    check_power_of_two("block", block, 16, 65536)
+    check_device("x", x)
 
     out = torch.empty_like(x)
     n = x.numel()
@@ -99,9 +93,7 @@ def row_softmax_kernel(
 
 def row_softmax(x: torch.Tensor, *, num_warps: int | None = None) -> torch.Tensor:
     """Softmax over the last dimension of a contiguous 2-D tensor, statistics in float32."""
-    _check_tensor("x", x)
-    if x.dim() != 2:
-        raise ValueError(f"x must be 2-D, got shape {tuple(x.shape)}")
+    check_tensor("x", x, ndim=2)
     if not x.is_contiguous():
         raise ValueError(f"x must be contiguous, got strides {x.stride()} (strided inputs are "
                          "workshop 1)")
@@ -110,8 +102,8 @@ def row_softmax(x: torch.Tensor, *, num_warps: int | None = None) -> torch.Tenso
         raise ValueError(f"x has {n_cols} columns; row_softmax holds a row in one block of at "
                          f"most {_MAX_ROW_BLOCK} (the split softmax workshop handles wider rows)")
     if num_warps is not None:
-        _check_block("num_warps", num_warps, 1, 32)
-    _check_device(x)
+        check_power_of_two("num_warps", num_warps, 1, 32)
+    check_device("x", x)
 
     out = torch.empty_like(x)
     if x.numel() == 0:
@@ -122,31 +114,3 @@ def row_softmax(x: torch.Tensor, *, num_warps: int | None = None) -> torch.Tenso
     row_softmax_kernel[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0),
                                   BLOCK_N=block_n, num_warps=warps)
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Argument checks shared by the launchers above (private; every workshop has its own copy of
-# the few it needs, so each module reads on its own).
-# ---------------------------------------------------------------------------------------------
-def _check_tensor(name: str, t) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if t.dtype not in _FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
-
-
-def _check_block(name: str, value, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low or value > high or value & (value - 1):
-        raise ValueError(f"{name} must be a power of two in [{low}, {high}], got {value}")
-
-
-def _check_device(t: torch.Tensor) -> None:
-    """Under the interpreter tensors live on the CPU; otherwise they must be on a CUDA GPU."""
-    interpreting = os.environ.get("TRITON_INTERPRET", "0") == "1"
-    if not interpreting and t.device.type != "cuda":
-        raise ValueError(f"tensors must be on a CUDA device, got {t.device} (set "
-                         "TRITON_INTERPRET=1 before importing to run on the CPU interpreter)")
-    if interpreting and t.device.type != "cpu":
-        raise ValueError(f"under TRITON_INTERPRET=1 tensors must be on the CPU, got {t.device}")

@@ -1,0 +1,41 @@
+"""The bug zoo: classic mistakes planted in copies of the references, one per `Bug`.
+
+Each workshop's `tests/bugs/<id>.py` lists `BUGS`. A bug is a text substitution on
+`references/<id>.py` (so the zoo cannot drift from the reference: `find` must still occur
+`count` times). `tests/test_bug_zoo.py` runs the workshop's full check set against each mutant
+and asserts that check `check` FAILs with a hint containing `hint`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    find: str
+    replace: str
+    check: str  # id of the check that must catch it (e.g. "forward.ragged")
+    hint: str  # text the hint must contain (the mistake's name)
+    count: int = 1  # how many times `find` occurs in the reference (all are replaced)
+    module: str = ""  # which reference module to mutate; default: the workshop's own
+
+
+def plant(workshop: str, bug: Bug, folder: Path) -> Path:
+    """Write the mutated module (and unmodified siblings) into `folder`; return its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for sibling in (ROOT / "references").glob("*.py"):
+        shutil.copy(sibling, folder / sibling.name)
+    target = folder / f"{bug.module or workshop}.py"
+    text = target.read_text()
+    found = text.count(bug.find)
+    if found != bug.count:
+        raise AssertionError(f"bug {bug.name!r}: {bug.find!r} occurs {found} times in "
+                             f"references/{target.name}, expected {bug.count}")
+    target.write_text(text.replace(bug.find, bug.replace))
+    return folder / f"{workshop}.py"

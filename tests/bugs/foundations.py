@@ -1,0 +1,15 @@
+from tests.bugs import Bug
+
+BUGS = [
+    Bug("softmax_tail_other_zero", find='other=-float("inf")', replace="other=0.0",
+        check="row_softmax.values", hint="tail not masked"),
+    Bug("softmax_no_max_subtraction", find="z = x - tl.max(x, axis=0)", replace="z = x",
+        check="row_softmax.extreme", hint="missing max subtraction"),
+    Bug("add_program_id_unused", find="offsets = pid * BLOCK + tl.arange(0, BLOCK)",
+        replace="offsets = tl.arange(0, BLOCK) + 0 * pid", check="add.values",
+        hint="program id not used"),
+    Bug("add_unmasked_loads", find="x = tl.load(x_ptr + offsets, mask=mask)",
+        replace="x = tl.load(x_ptr + offsets)", check="add.guard_zone", hint="tail not masked"),
+    Bug("softmax_no_bad_call_check", find='    check_tensor("x", x, ndim=2)\n', replace="",
+        check="bad_calls", hint="validate"),
+]
