@@ -195,6 +195,9 @@ def describe_exception(exc: BaseException) -> str:
 
 def _exception_hint(exc: BaseException) -> str:
     name = type(exc).__name__
+    if "out-of-bounds" in str(exc):
+        return ("tail not masked: a load or store reached past the end of a tensor (the "
+                "interpreter's bounds check stopped it); mask the lanes beyond the size")
     if name == "CompilationError":
         return "Triton could not compile the kernel: the message shows the line and the reason"
     if name == "InterpreterError":

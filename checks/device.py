@@ -68,6 +68,7 @@ def select(choice: str = AUTO) -> str:
     os.environ["TRITON_INTERPRET"] = wanted
     if device == INTERPRETER:
         _patch_interpreter_for_numpy()
+        _install_interpreter_bounds_check()
     _selected = device
     return device
 
@@ -100,3 +101,78 @@ def _patch_interpreter_for_numpy() -> None:
 
     patched._workshop_patched = True
     interpreter._patch_lang_tensor = patched
+
+
+class OutOfBoundsAccess(IndexError):
+    """A kernel under the interpreter touched memory outside every tensor it was given."""
+
+
+_launch_ranges: list[tuple[int, int, str]] = []  # (first byte, end byte, argument) of this launch
+
+
+def _install_interpreter_bounds_check() -> None:
+    """Make the interpreter refuse loads and stores outside the kernel's tensor arguments.
+
+    On a GPU an unmasked tail usually reads neighbouring memory silently; under the interpreter
+    it reads or writes the CPU heap and can abort the whole Python process ("double free or
+    corruption"). So before every masked load and store we check that each active lane's
+    address lies inside the storage of one of the launch's tensor arguments, and raise
+    OutOfBoundsAccess naming the operation otherwise: the kernel fails cleanly, the check says
+    why, and the notebook survives. GPU runs are not affected.
+    """
+    try:
+        import numpy as np
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    executor = interpreter.GridExecutor
+    if getattr(executor._init_args_hst, "_workshop_patched", False):
+        return
+    builder_cls = type(interpreter.interpreter_builder)
+    original_init = executor._init_args_hst
+    original_load = builder_cls.create_masked_load
+    original_store = builder_cls.create_masked_store
+
+    def init_args(self, args_dev, kwargs):
+        args_hst, kwargs_hst = original_init(self, args_dev, kwargs)
+        ranges = []
+        names = list(self.arg_names)
+        for i, arg in enumerate(list(args_hst) + list(kwargs_hst.values())):
+            if hasattr(arg, "untyped_storage"):
+                storage = arg.untyped_storage()
+                name = names[i] if i < len(names) else "argument"
+                ranges.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes(), name))
+        _launch_ranges[:] = ranges
+        return args_hst, kwargs_hst
+
+    def check(kind, ptrs, mask):
+        if not _launch_ranges:
+            return
+        addresses = np.asarray(ptrs.data, dtype=np.uint64)
+        active = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
+        wanted = addresses[active]
+        if wanted.size == 0:
+            return
+        size = np.dtype(interpreter._get_np_dtype(ptrs.get_element_ty())).itemsize
+        inside = np.zeros(wanted.shape, dtype=bool)
+        for first, end, _ in _launch_ranges:
+            inside |= (wanted >= first) & (wanted + size <= end)
+        if not inside.all():
+            outside = int((~inside).sum())
+            raise OutOfBoundsAccess(
+                f"out-of-bounds {kind}: {outside} of {wanted.size} active lanes point outside "
+                f"every tensor argument ({', '.join(r[2] for r in _launch_ranges)}); "
+                "a mask is missing or wrong")
+
+    def load(self, ptrs, mask, other, *args):
+        check("load", ptrs, mask)
+        return original_load(self, ptrs, mask, other, *args)
+
+    def store(self, ptrs, value, mask, *args):
+        check("store", ptrs, mask)
+        return original_store(self, ptrs, value, mask, *args)
+
+    init_args._workshop_patched = True
+    executor._init_args_hst = init_args
+    builder_cls.create_masked_load = load
+    builder_cls.create_masked_store = store

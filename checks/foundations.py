@@ -44,28 +44,6 @@ def _first_block_only(block: int):
     return diagnose
 
 
-@register(W, "add.guard_zone", tier="kernel", uses=("add",),
-          cases=[Case(n=n, block=128) for n in (1, 100, 129, 1000)],
-          doc="the last program reads nothing past the end of x and y")
-def add_guard_zone(ctx, impl, case):
-    """Inputs are views at the front of larger buffers whose remainder holds NaN. A load
-    without a mask past the end reads that NaN; with the mask it reads nothing."""
-    torch = ctx.torch
-    pad = 4 * case.block
-    x_buf = torch.full((case.n + pad,), float("nan"), device=ctx.torch_device)
-    y_buf = torch.full((case.n + pad,), float("nan"), device=ctx.torch_device)
-    x_buf[: case.n] = ctx.randn((case.n,))
-    y_buf[: case.n] = ctx.randn((case.n,))
-    x, y = x_buf[: case.n], y_buf[: case.n]
-    out = ctx.call(impl.add, x, y, block=case.block, expect_shape=(case.n,))
-    ctx.assert_close(out, x.double().cpu() + y.double().cpu(), name="add(x, y)")
-    # A masked program also must not write past its output's end: we cannot see past `out`,
-    # but we can see that the guard zones of the inputs are untouched.
-    if not bool(torch.isnan(x_buf[case.n:]).all() and torch.isnan(y_buf[case.n:]).all()):
-        ctx.fail("the memory after x or y changed", hint="tail not masked: the last program "
-                 "stored past the end")
-
-
 def _softmax_cases(device: str) -> list[Case]:
     if device == "cuda":
         shapes = [(1, 1), (3, 5), (8, 17), (64, 1000), (128, 1024), (37, 4097), (256, 16384),
