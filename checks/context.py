@@ -152,6 +152,38 @@ class CheckContext:
                           hint="validate arguments in the launcher before launching")
 
     @contextlib.contextmanager
+    def track_allocations(self):
+        """Yield a list that receives (shape, dtype) of every tensor a torch op creates inside
+        the block (a TorchDispatchMode sees factory calls such as torch.empty as well as the
+        results of computations). On a GPU, the list's `peak_bytes` attribute is also set to the
+        peak device memory allocated above the start of the block."""
+        torch = self.torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Log(list):
+            peak_bytes: int | None = None
+
+        log = Log()
+
+        class Recorder(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                    if isinstance(t, torch.Tensor):
+                        log.append((tuple(t.shape), t.dtype))
+                return out
+
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            start = torch.cuda.memory_allocated()
+        with Recorder():
+            yield log
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            log.peak_bytes = torch.cuda.max_memory_allocated() - start
+
+    @contextlib.contextmanager
     def count_launches(self):
         from checks import launches
 
