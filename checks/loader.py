@@ -134,10 +134,6 @@ def source_files(workshop: str, impl: Implementation) -> list[Path]:
     return files
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def reload_all(impl: Implementation) -> None:
     """Forget imported modules of an implementation so edited files are read again."""
     prefix = impl.package + "."

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import secrets
 import signal
 import threading
@@ -17,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from checks import catalog, loader
+from checks import catalog, loader, provenance
 from checks.core import (FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, Result, Unavailable,
                          checks_for)
 
@@ -66,7 +65,9 @@ def run(workshops: list[str] | None = None, impl: str = "kernels", device: str =
     workshops = list(workshops or catalog.WORKSHOP_IDS)
     for w in workshops:
         catalog.get(w)
-    the_run = Run(header=_header(workshops, implementation, run_device, seed))
+    the_run = Run(header=provenance.header(run_device, implementation.label,
+                                           _sources(workshops, implementation)))
+    the_run.header["seed"] = seed
     for workshop in workshops:
         module, import_error = _import(workshop, implementation)
         for check in checks_for(workshop):
@@ -180,55 +181,8 @@ def _triton_available() -> bool:
     return True
 
 
-def _header(workshops, implementation, device, seed) -> dict:
-    header = {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "device": device,
-        "impl": implementation.label,
-        "impl_path": loader._display(implementation.folder),
-        "seed": seed,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "sources": {},
-    }
+def _sources(workshops, implementation) -> list:
+    files = []
     for workshop in workshops:
-        for path in loader.source_files(workshop, implementation):
-            if path.is_file():
-                header["sources"][loader._display(path)] = loader.sha256(path)
-    for name in ("numpy", "torch", "triton"):
-        try:
-            header[name] = __import__(name).__version__
-        except ImportError:
-            header[name] = None
-    if device == "cuda":
-        import torch
-
-        props = torch.cuda.get_device_properties(0)
-        header.update(gpu=props.name, sm_count=props.multi_processor_count,
-                      cuda=torch.version.cuda, driver=_driver_version())
-    header["git_commit"], header["git_dirty"] = _git_state()
-    return header
-
-
-def _driver_version() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return None
-
-
-def _git_state() -> tuple[str | None, bool | None]:
-    import subprocess
-
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=loader.REPO_ROOT,
-                                capture_output=True, text=True, timeout=20).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=loader.REPO_ROOT,
-                               capture_output=True, text=True, timeout=20).stdout.strip()
-        return (commit or None), bool(dirty)
-    except (OSError, subprocess.SubprocessError):
-        return None, None
+        files += [p for p in loader.source_files(workshop, implementation) if p.is_file()]
+    return files

@@ -1,0 +1,76 @@
+"""Provenance of a saved result: when, where, with which versions and which exact sources.
+
+Shared by the check runner (`--json`) and the benchmark harness, so every piece of evidence
+carries the same header: date, GPU, driver, CUDA, torch, Triton, git commit, sha256 of sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def header(device: str, impl: str, sources: list[Path]) -> dict:
+    """The provenance header for a run on `device` ("cuda" or "interpreter")."""
+    out = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "device": device,
+        "impl": impl,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "sources": {display(p): sha256(p) for p in sources},
+    }
+    for name in ("numpy", "torch", "triton"):
+        try:
+            out[name] = __import__(name).__version__
+        except ImportError:
+            out[name] = None
+    if device == "cuda":
+        import torch
+
+        props = torch.cuda.get_device_properties(0)
+        out.update(gpu=props.name, sm_count=props.multi_processor_count, cuda=torch.version.cuda,
+                   driver=driver_version())
+    out["git_commit"], out["git_dirty"] = git_state()
+    return out
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def display(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def driver_version() -> str | None:
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20)
+        return done.stdout.strip().splitlines()[0] if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def git_state() -> tuple[str | None, bool | None]:
+    """(commit, dirty). On the GPU machine the tree is a copy that may lack .git: then the
+    commit comes from WORKSHOP_GIT_COMMIT, which the maintainer sets when launching the run."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                                text=True, timeout=20).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT,
+                                capture_output=True, text=True, timeout=20)
+        if commit:
+            return commit, bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.environ.get("WORKSHOP_GIT_COMMIT"), None
