@@ -95,7 +95,7 @@ def row_softmax_extreme(ctx, impl, case):
         x = x.to(getattr(torch, case.dtype))
     else:
         x = torch.full(case.shape, 3.25, dtype=getattr(torch, case.dtype), device=ctx.torch_device)
-    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape)
+    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
                            if bool(g.isnan().any() | g.isinf().any()) else None)])

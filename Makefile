@@ -1,0 +1,45 @@
+# The two commands of the README:
+#   make book   set everything up, execute the lessons against the references, render the site
+#   make test   set everything up and run the whole test suite (what CI runs)
+# and, for learners:
+#   make lab    set everything up and start JupyterLab on the notebooks
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup book test lab starters clean
+
+setup: $(STAMP)
+
+# One pinned set (requirements/lock.txt) for everything but torch and Triton, which depend on
+# the machine: a CPU machine gets torch 2.13 (CPU build) and Triton 3.6 (the version on the lent
+# GPU, whose interpreter the CPU checks use); a machine with an NVIDIA driver gets PyPI's CUDA
+# build of torch and the Triton it pins.
+$(STAMP): requirements/lock.txt requirements/torch-cpu.txt requirements/torch-gpu.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
+	    $(PY) -m pip install --quiet -r requirements/torch-gpu.txt; \
+	else \
+	    $(PY) -m pip install --quiet -r requirements/torch-cpu.txt; \
+	fi
+	$(PY) -m pip install --quiet -r requirements/lock.txt
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workshop)" >/dev/null
+	touch $(STAMP)
+
+book: setup
+	$(PY) tools/build_book.py
+
+test: setup
+	$(PY) -m pytest
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+starters: setup
+	$(PY) tools/make_starters.py
+
+clean:
+	rm -rf build _build book/lessons

@@ -1,0 +1,623 @@
+"""Checks for the online normalization workshop: the mergeable state `State(m, s)`.
+
+Every check is `cpu` tier: the module under test is NumPy only. The references are independent
+of the implementation: Python's `decimal` module at 50 significant digits computes
+S = sum(exp(x - M)), log-sum-exp and each softmax value of a row exactly enough that rounding
+them to float64 gives the correctly rounded answers. The laws are checked as properties over
+random rows, random partitions into chunks (empty and single-element chunks included) and random
+merge trees, drawn from the run's seed; a failure prints the seed so the run can be repeated.
+
+Where a failure matches a classic mistake, the hint names it. The hints come from small probes
+of the implementation whose right answers are known by hand (`_diagnose`), so every failing
+check names the same mistake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import struct
+
+from checks.core import Case, CheckFailed, register
+
+W = "online_normalization"
+EXERCISES = ("from_values", "merge", "log_sum_exp", "softmax")
+
+U = 2.0 ** -53  # unit roundoff of float64: one rounding has relative error <= U
+EXP_ULPS = 4  # NumPy's and libm's float64 exp are within a few ulps; 1 ulp <= 2U relative
+DECIMAL_DIGITS = 50
+
+SIZES = (7, 64, 1000)  # a weird size, a power of two, a long row
+# Rows: the moderate case, a wide spread (most terms underflow), huge finite magnitudes, rows
+# with -inf entries (masked logits), many exact ties at the maximum, and values near 1000 where
+# exp(x) overflows unless the maximum is subtracted first.
+KINDS = ("normal", "wide", "extreme", "neg_inf", "ties", "offset")
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and the high-precision reference
+# ---------------------------------------------------------------------------------------------
+def _row(rng, kind: str, n: int):
+    """A float64 row of `n` values of the given kind (never all equal, never NaN or +inf)."""
+    import numpy as np
+
+    if kind == "normal":
+        return rng.normal(0.0, 3.0, n)
+    if kind == "wide":
+        return rng.normal(0.0, 300.0, n)
+    if kind == "extreme":
+        # +-1e300 mixed with ordinary values; the maximum 1e300 appears (at least) twice, so the
+        # exact s is an integer count plus terms that underflow to nothing.
+        x = rng.normal(0.0, 3.0, n)
+        x[rng.random(n) < 0.4] = -1e300
+        x[rng.random(n) < 0.2] = 1e300 * rng.uniform(0.5, 1.0)
+        x[rng.choice(n, size=min(n, 2), replace=False)] = 1e300
+        return x
+    if kind == "neg_inf":
+        x = rng.normal(0.0, 3.0, n)
+        x[rng.random(n) < 0.3] = -np.inf
+        x[rng.integers(n)] = rng.normal()  # at least one finite value
+        return x
+    if kind == "ties":
+        return rng.integers(-3, 3, n).astype(np.float64)
+    if kind == "offset":
+        return 1000.0 + rng.normal(0.0, 2.0, n)
+    if kind == "all_neg_inf":
+        return np.full(n, -np.inf)
+    raise ValueError(kind)
+
+
+class Exact:
+    """M = max(x) and S = sum(exp(x - M)) of a row, in 50-digit decimal arithmetic.
+
+    `Decimal(float)` is exact, and 50 digits leave more than 30 digits of margin over float64
+    for rows of up to ~10^6 terms, so `float(...)` of a result is the correctly rounded value.
+    """
+
+    def __init__(self, x):
+        from decimal import Context, Decimal, localcontext
+
+        values = [float(v) for v in x]
+        finite = [v for v in values if v != -math.inf]
+        self.n = len(values)
+        self.empty = not finite
+        self.m = max(finite) if finite else -math.inf
+        self.terms = []
+        with localcontext(Context(prec=DECIMAL_DIGITS)):
+            big_m = Decimal(self.m) if finite else None
+            for v in values:
+                if v == -math.inf:
+                    self.terms.append(Decimal(0))
+                    continue
+                gap = Decimal(v) - big_m
+                # exp(-800) < 1e-347: below half the smallest float64 subnormal relative to S >= 1,
+                # so such a term changes neither S nor its own rounded softmax value (0).
+                self.terms.append(gap.exp() if gap > -800 else Decimal(0))
+            self.s_dec = sum(self.terms, Decimal(0))
+            self.s = float(self.s_dec)
+            self.lse = float(big_m + self.s_dec.ln()) if finite else -math.inf
+            self.p = [float(t / self.s_dec) if finite else 0.0 for t in self.terms]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tolerances
+# ---------------------------------------------------------------------------------------------
+def s_tolerance(n: int, merges: int) -> float:
+    """Relative error allowed for s of an n-value row after `merges` merges.
+
+    Derivation (first order in U; every term of s lies in [0, 1] and the largest is exactly 1,
+    so s >= 1 and relative errors are well defined):
+    - one chunk, `from_values`: each term exp(fl(x - m)) has relative error <= d*U (the
+      rounding of the gap d = m - x, magnified by exp) + EXP_ULPS*2U (exp itself). Weighted by
+      the terms, the d*U part averages to at most (ln n + 1)*U, because d * exp(-d) is only
+      large where exp(-d) is small. Pairwise summation of positive terms adds log2(n)*U.
+    - one merge: s = sa*exp(ma - m) + sb*exp(mb - m). The side holding m gets exactly
+      exp(0) = 1; the other side's factor has relative error <= d*U + EXP_ULPS*2U, weighted by
+      its share of s (again <= (ln n + 1)*U for the d part), then one rounding for the product
+      and one for the sum: a few ulps, (ln n + 1 + 2*EXP_ULPS + 2)*U, added to the weighted
+      average of the inputs' errors.
+    - so the error grows by at most that much per level of the merge tree; the number of
+      merges is an upper bound on the depth. A factor 2 covers the second-order terms.
+    """
+    ln_n = math.log(max(n, 1))
+    leaf = (ln_n + 1 + 2 * EXP_ULPS + math.log2(max(n, 1))) * U
+    per_merge = (ln_n + 1 + 2 * EXP_ULPS + 2) * U
+    return 2 * (leaf + merges * per_merge)
+
+
+# ---------------------------------------------------------------------------------------------
+# Calling the implementation strictly, and naming the mistake when something is wrong
+# ---------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def strict(*, underflow: bool = True):
+    """Warnings are errors and NumPy raises on floating-point trouble.
+
+    `underflow=False` leaves NumPy's default (ignore) for underflow only: exp of a very
+    negative number rounding to 0 is the right answer, and NumPy does not warn about it by
+    default, so a learner's plain `np.exp(x - m)` must not fail for it. Overflow, invalid
+    operations (NaN) and division by zero still raise.
+    """
+    import warnings
+
+    import numpy as np
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise", **({} if underflow else {"under": "ignore"})):
+            yield
+
+
+def _seed_text(ctx) -> str:
+    return (f"[seed: rerun with --seed {ctx.seed}; this case's generator seed is "
+            f"{ctx.case_seed}]")
+
+
+def _call(ctx, impl, fn_name: str, *args, exact: bool = False):
+    """Call impl.<fn_name>(*args) in strict mode; a crash or warning is a FAIL with a hint."""
+    from checks.context import call_learner
+
+    fn = getattr(impl, fn_name)
+    try:
+        with strict(underflow=exact):
+            return call_learner(fn, *args, label=f"{fn_name}{_short(args)}")
+    except CheckFailed as exc:
+        raise CheckFailed(f"{exc.message} {_seed_text(ctx)}",
+                          hint=exc.hint or _diagnose(impl) or "") from exc
+
+
+def _short(args) -> str:
+    parts = []
+    for a in args:
+        text = repr(a) if not hasattr(a, "shape") else f"<array of {a.shape[0]} values>"
+        parts.append(text if len(text) <= 60 else text[:57] + "...")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _fail(ctx, impl, message: str, fallback: str = ""):
+    raise CheckFailed(f"{message} {_seed_text(ctx)}", hint=_diagnose(impl) or fallback)
+
+
+def _bits(state) -> bytes:
+    return struct.pack("<dd", state.m, state.s)
+
+
+def _is_state(impl, value) -> bool:
+    return isinstance(value, impl.State)
+
+
+HINT_IDENTITY = ("no identity handling: merge(identity(), identity()) must return the "
+                 "identity, but the formula computes exp(-inf - (-inf)) = exp(nan); return "
+                 "the other state when one side is empty (m == -inf)")
+HINT_SHIFT = ("missing max shift: from_values([1000.0, 999.0]) should be State(1000.0, "
+              "1 + exp(-1)); exp(x) overflows to inf for x > 709 (and underflows to 0 below "
+              "-745): sum exp(x - m), whose terms are all in [0, 1]")
+HINT_FIRST_MAX = ("first chunk's max used instead of the merged max: merge(State(0, 1), "
+                  "State(1, 1)) must have m = max(a.m, b.m) = 1; keeping a.m leaves s scaled by "
+                  "exp(b.m - a.m), which overflows when the later chunk is much larger")
+HINT_ONE_SIDE = ("only one side rescaled: merge(State(1, 1), State(0, 1)) must be "
+                 "State(1, 1 + exp(-1)) in both orders, but one order gives s = 2: each side's "
+                 "sum needs its factor exp(own m - merged m)")
+HINT_SYMMETRY = ("merge not symmetric: merge(a, b) and merge(b, a) differ in the last bits; "
+                 "IEEE + and * are commutative, so the symmetric formula "
+                 "sa*exp(ma - m) + sb*exp(mb - m) gives identical bits in both orders (a "
+                 "rearranged form, e.g. (sa + sb*exp(mb - ma)) * exp(ma - m), does not, and "
+                 "can overflow)")
+
+
+def _diagnose(impl) -> str | None:
+    """Probe the implementation on hand-checkable inputs; name the first classic mistake found.
+
+    Order matters: an unhandled identity or a wrong merged max also breaks symmetry, so the
+    more specific mistakes are tested first.
+    """
+    import numpy as np
+
+    def attempt(fn, *args):
+        try:
+            with strict(underflow=False):
+                return fn(*args)
+        except Exception:  # noqa: BLE001 - a probe that crashes counts as a wrong answer
+            return None
+
+    State = getattr(impl, "State", None)
+    if State is None:
+        return None
+    e1 = 1.0 + math.exp(-1.0)
+
+    def near(state, m, s):
+        return (state is not None and _is_state(impl, state) and state.m == m
+                and abs(state.s - s) <= 1e-12 * s)
+
+    empty = attempt(impl.identity)
+    both = attempt(impl.merge, empty, empty) if empty is not None else None
+    if empty is not None and (both is None or not _is_state(impl, both)
+                              or _bits(both) != _bits(empty)):
+        return HINT_IDENTITY
+    if not near(attempt(impl.from_values, np.array([1000.0, 999.0])), 1000.0, e1) or \
+            not near(attempt(impl.from_values, np.array([-1000.0, -1001.0])), -1000.0, e1):
+        return HINT_SHIFT
+    low, high = attempt(State, 0.0, 1.0), attempt(State, 1.0, 1.0)
+    if low is None or high is None:
+        return None
+    forward, backward = attempt(impl.merge, low, high), attempt(impl.merge, high, low)
+    for got in (forward, backward):
+        if got is not None and _is_state(impl, got) and got.m != 1.0:
+            return HINT_FIRST_MAX
+    for got in (forward, backward):
+        if got is not None and _is_state(impl, got) and abs(got.s - 2.0) < 1e-9:
+            return HINT_ONE_SIDE
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        a = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
+        b = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
+        ab, ba = attempt(impl.merge, a, b), attempt(impl.merge, b, a)
+        if ab is None or ba is None or _bits(ab) != _bits(ba):
+            return HINT_SYMMETRY
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing a state with the exact one
+# ---------------------------------------------------------------------------------------------
+def _compare_state(ctx, impl, got, exact: Exact, merges: int, what: str) -> float:
+    """m must equal the exact maximum bit for bit; s must be within s_tolerance. Returns the
+    relative error of s."""
+    if not _is_state(impl, got):
+        _fail(ctx, impl, f"{what} returned {type(got).__name__}, expected a State",
+              "return State(m, s)")
+    if exact.empty:
+        if _bits(got) != _bits(impl.State(-math.inf, 0.0)):
+            _fail(ctx, impl, f"{what} = {got}, expected the empty state (-inf, 0.0): the row has "
+                  "no finite value", "a row of -inf (or no values) has no mass: identity()")
+        return 0.0
+    if got.m != exact.m:
+        _fail(ctx, impl, f"{what}: m = {got.m!r}, expected the row's maximum {exact.m!r} exactly "
+              "(a maximum is never rounded)",
+              "m must be the maximum of all values: max(a.m, b.m) in a merge")
+    rel = abs(got.s - exact.s) / exact.s
+    tol = s_tolerance(exact.n, merges)
+    if ctx.max_error is None or rel > ctx.max_error:
+        ctx.max_error, ctx.tolerance = rel, tol
+    if not rel <= tol:
+        _fail(ctx, impl, f"{what}: s = {got.s!r}, exact {exact.s!r}: relative error {rel:.3g} > "
+              f"{tol:.3g} (the rounding budget of {merges} merge(s) on {exact.n} values)",
+              "s drifts from the exact sum: check the rescaling factors exp(ma - m), exp(mb - m)")
+    return rel
+
+
+def _partition(rng, n: int):
+    """Random cut points into k chunks; repeated cuts make empty chunks, and close cuts single
+    elements. Half the time an extra empty chunk is inserted somewhere explicitly."""
+    import numpy as np
+
+    k = int(rng.integers(1, min(n + 2, 40) + 1))
+    cuts = np.sort(rng.integers(0, n + 1, k - 1))
+    bounds = [0, *cuts.tolist(), n]
+    chunks = [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+    if rng.random() < 0.5:
+        chunks.insert(int(rng.integers(len(chunks) + 1)), (0, 0))
+    return chunks
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks
+# ---------------------------------------------------------------------------------------------
+@register(W, "identity.laws", tier="cpu", uses=("identity", "merge", "from_values"),
+          doc="merge(identity, a) == a == merge(a, identity) bit for bit; no NaN, no warning")
+def identity_laws(ctx, impl, case):
+    import numpy as np
+
+    rng = ctx.numpy_rng()
+    inf = math.inf
+    empty = _call(ctx, impl, "identity", exact=True)
+    if not _is_state(impl, empty) or _bits(empty) != _bits(impl.State(-inf, 0.0)):
+        _fail(ctx, impl, f"identity() = {empty!r}, expected State(m=-inf, s=0.0)",
+              "the empty state is (-inf, 0.0): no maximum yet, nothing summed")
+    for row in ([], [-inf], [-inf] * 5):
+        got = _call(ctx, impl, "from_values", np.array(row, dtype=np.float64), exact=True)
+        if not _is_state(impl, got) or _bits(got) != _bits(empty):
+            _fail(ctx, impl, f"from_values({row}) = {got!r}, expected the identity State(-inf, 0.0)",
+                  "a row without a finite value has no mass: return identity()")
+    states = [impl.State(0.0, 1.0), impl.State(-0.0, 1.0), impl.State(1e300, 1.0),
+              impl.State(-1e300, 7.5), impl.State(709.0, 3.25), impl.State(-745.0, 1.0),
+              impl.State(2.5, 1e15)]
+    for scale in (1.0, 300.0, 1e300):
+        for n in (1, 2, 17):
+            states.append(impl.from_values(rng.normal(0.0, scale, n)))
+    both = _call(ctx, impl, "merge", empty, empty, exact=True)
+    if not _is_state(impl, both) or _bits(both) != _bits(empty):
+        _fail(ctx, impl, f"merge(identity(), identity()) = {both!r}, expected State(-inf, 0.0)",
+              HINT_IDENTITY)
+    for a in states:
+        for left, right in ((empty, a), (a, empty)):
+            got = _call(ctx, impl, "merge", left, right, exact=True)
+            if not _is_state(impl, got) or _bits(got) != _bits(a):
+                side = "merge(identity(), a)" if left is empty else "merge(a, identity())"
+                _fail(ctx, impl, f"{side} = {got!r} for a = {a!r}: expected a, bit for bit",
+                      "the identity must leave a state unchanged: return the other side when "
+                      "one side is empty")
+
+
+@register(W, "merge.commutative", tier="cpu", uses=("from_values", "merge"),
+          doc="merge(a, b) == merge(b, a) bit for bit, ties and huge gaps included")
+def merge_commutative(ctx, impl, case):
+    rng = ctx.numpy_rng()
+    pairs = 0
+    for kind in KINDS:
+        for _ in range(30):
+            x = _row(rng, kind, int(rng.integers(1, 40)))
+            cut = int(rng.integers(0, x.size + 1))
+            a = _call(ctx, impl, "from_values", x[:cut])
+            b = _call(ctx, impl, "from_values", x[cut:])
+            if rng.random() < 0.2:
+                b = a  # identical states: the tie m_a == m_b with equal sums
+            ab = _call(ctx, impl, "merge", a, b)
+            ba = _call(ctx, impl, "merge", b, a)
+            pairs += 1
+            if not (_is_state(impl, ab) and _is_state(impl, ba)) or _bits(ab) != _bits(ba):
+                _fail(ctx, impl, f"merge(a, b) = {ab!r} but merge(b, a) = {ba!r} for a = {a!r}, "
+                      f"b = {b!r} ({kind} row)", HINT_SYMMETRY)
+    ctx.max_error, ctx.tolerance = 0.0, 0.0  # bit for bit
+    ctx.note(f"{pairs} pairs compared bit for bit")
+
+
+def _partition_cases(device):
+    cases = [Case(kind=k, n=n) for k in KINDS for n in SIZES]
+    return cases + [Case(kind="all_neg_inf", n=7)]
+
+
+@register(W, "merge.partitions", tier="cpu", uses=("from_values", "merge"),
+          cases=_partition_cases,
+          doc="left-to-right merge of random chunks (empty, single) == exact state")
+def merge_partitions(ctx, impl, case):
+    import numpy as np
+
+    rng = ctx.numpy_rng()
+    x = _row(rng, case.kind, case.n)
+    exact = Exact(x)
+    whole = _call(ctx, impl, "from_values", x)
+    _compare_state(ctx, impl, whole, exact, 0, "from_values(x)")
+    partitions = [_partition(rng, case.n) for _ in range(30)]
+    if case.n <= 64:
+        partitions.append([(i, i + 1) for i in range(case.n)])  # every chunk a single element
+    partitions.append([(0, 0), (0, case.n), (case.n, case.n)])  # empty chunks at both ends
+    for chunks in partitions:
+        state = _call(ctx, impl, "identity")
+        for lo, hi in chunks:
+            state = _call(ctx, impl, "merge", state, _call(ctx, impl, "from_values", x[lo:hi]))
+        sizes = [hi - lo for lo, hi in chunks]
+        _compare_state(ctx, impl, state, exact, len(chunks),
+                       f"merging {len(chunks)} chunks of sizes {sizes[:12]}"
+                       f"{'...' if len(sizes) > 12 else ''} left to right")
+    del np
+
+
+@register(W, "merge.order", tier="cpu", uses=("from_values", "merge"),
+          cases=[Case(kind=k, n=n) for k in ("normal", "wide", "extreme", "neg_inf", "ties")
+                 for n in (64, 1000)],
+          doc="random permutations and random merge trees of the chunks == exact state")
+def merge_order(ctx, impl, case):
+    rng = ctx.numpy_rng()
+    x = _row(rng, case.kind, case.n)
+    exact = Exact(x)
+    spread = []
+    for trial in range(30):
+        chunks = _partition(rng, case.n)
+        states = [_call(ctx, impl, "from_values", x[lo:hi]) for lo, hi in chunks]
+        order = rng.permutation(len(states))
+        states = [states[i] for i in order]
+        if trial % 2 == 0:
+            # a random binary tree: merge any two neighbours until one state is left
+            work, merges = list(states), 0
+            while len(work) > 1:
+                i = int(rng.integers(len(work) - 1))
+                work[i:i + 2] = [_call(ctx, impl, "merge", work[i], work[i + 1])]
+                merges += 1
+            state, how = work[0], "a random merge tree"
+        else:
+            state = states[0]  # a left fold over a random permutation
+            for other in states[1:]:
+                state = _call(ctx, impl, "merge", state, other)
+            merges, how = len(states) - 1, "a left fold over a random permutation"
+        spread.append(_compare_state(ctx, impl, state, exact, merges,
+                                     f"{how} of {len(states)} chunks"))
+    ctx.note(f"largest relative error of s over 30 orders: {max(spread):.2g}")
+
+
+def _value_cases(device):
+    cases = [Case(kind=k, n=n) for k in KINDS for n in (1, 7, 1000)
+             if not (k in ("extreme", "neg_inf") and n == 1)]
+    return cases + [Case(kind="all_neg_inf", n=1), Case(kind="all_neg_inf", n=9),
+                    Case(kind="empty", n=0)]
+
+
+def _row_for(rng, case):
+    import numpy as np
+
+    return np.zeros(0) if case.kind == "empty" else _row(rng, case.kind, case.n)
+
+
+def _states_for(ctx, impl, rng, x):
+    """The state of x computed whole and as the merge of random chunks (with the merge count)."""
+    yield _call(ctx, impl, "from_values", x), 0, "from_values(x)"
+    chunks = _partition(rng, x.size)
+    state = _call(ctx, impl, "identity")
+    for lo, hi in chunks:
+        state = _call(ctx, impl, "merge", state, _call(ctx, impl, "from_values", x[lo:hi]))
+    yield state, len(chunks), f"the merge of {len(chunks)} chunks"
+
+
+@register(W, "log_sum_exp.high_precision", tier="cpu",
+          uses=("from_values", "merge", "log_sum_exp"), cases=_value_cases,
+          doc="log-sum-exp vs 50-digit decimal: +-1e300, -inf entries, all -inf, empty")
+def log_sum_exp_high_precision(ctx, impl, case):
+    rng = ctx.numpy_rng()
+    x = _row_for(rng, case)
+    exact = Exact(x)
+    for state, merges, how in _states_for(ctx, impl, rng, x):
+        got = _call(ctx, impl, "log_sum_exp", state)
+        if not isinstance(got, float):
+            _fail(ctx, impl, f"log_sum_exp returned {type(got).__name__}, expected a float",
+                  "return a Python float: m + math.log(s)")
+        if exact.empty:
+            if got != -math.inf:
+                _fail(ctx, impl, f"log_sum_exp of {how} = {got!r} for a row without a finite "
+                      "value; expected -inf (log of an empty sum)",
+                      "the empty state's log-sum-exp is -inf, not NaN: handle s == 0")
+            continue
+        # Error budget: s's relative error becomes an absolute error of log(s); log and the
+        # final addition each round once, relative to their results (2 ulps each, 4U).
+        tol = s_tolerance(exact.n, merges) + 4 * U * (abs(exact.m) + abs(math.log(exact.s)))
+        err = abs(got - exact.lse)
+        if ctx.max_error is None or err > ctx.max_error:
+            ctx.max_error, ctx.tolerance = err, tol
+        if not err <= tol:
+            _fail(ctx, impl, f"log_sum_exp of {how} = {got!r}, exact {exact.lse!r}: |error| "
+                  f"{err:.3g} > {tol:.3g}", "log_sum_exp(state) = m + log(s)")
+
+
+@register(W, "softmax.high_precision", tier="cpu", uses=("from_values", "merge", "softmax"),
+          cases=_value_cases,
+          doc="softmax vs 50-digit decimal, every element; all -inf rows give zeros")
+def softmax_high_precision(ctx, impl, case):
+    import numpy as np
+
+    rng = ctx.numpy_rng()
+    x = _row_for(rng, case)
+    exact = Exact(x)
+    expected = np.array(exact.p, dtype=np.float64)
+    for state, merges, how in _states_for(ctx, impl, rng, x):
+        before = x.copy()
+        got = _call(ctx, impl, "softmax", x, state)
+        if not np.array_equal(before, x):
+            _fail(ctx, impl, "softmax wrote into its input x", "never write the input")
+        if not isinstance(got, np.ndarray) or got.shape != x.shape:
+            _fail(ctx, impl, f"softmax returned {type(got).__name__} "
+                  f"{getattr(got, 'shape', '')}, expected a float64 array of shape {x.shape}",
+                  "return exp(x - m) / s as a new array")
+        if np.shares_memory(got, x):
+            _fail(ctx, impl, "softmax returned its input (or a view of it)",
+                  "return a freshly allocated array")
+        got = got.astype(np.float64)
+        if np.isnan(got).any():
+            i = int(np.flatnonzero(np.isnan(got))[0])
+            _fail(ctx, impl, f"softmax with {how} has NaN at index {i} (x[{i}] = {x[i]!r}, "
+                  f"state {state})", "the empty state (all -inf row) gives zeros, not "
+                  "exp(-inf - (-inf)) / 0 = NaN" if exact.empty else "")
+        # Per element: the gap d = m - x rounds once (relative error d*U after exp), exp is
+        # within EXP_ULPS ulps, s carries its merge budget, the division rounds once. The
+        # absolute floor covers results in the subnormal range (a few steps of 2^-1074).
+        gaps = np.where(np.isfinite(x), exact.m - x, 0.0) if not exact.empty else np.zeros_like(x)
+        rtol = s_tolerance(exact.n, merges) + (gaps + 2 * EXP_ULPS + 1) * U
+        atol = 2.0 ** -1068
+        err = np.abs(got - expected)
+        allowed = atol + rtol * np.abs(expected)
+        if err.size:
+            worst = int(np.argmax(err / allowed))
+            if ctx.max_error is None or err[worst] > ctx.max_error:
+                ctx.max_error, ctx.tolerance = float(err[worst]), float(allowed[worst])
+            bad = np.flatnonzero(~(err <= allowed))
+            if bad.size:
+                i = int(bad[np.argmax((err / allowed)[bad])])
+                _fail(ctx, impl, f"softmax(x, {how}): {bad.size} of {x.size} values outside "
+                      f"tolerance; worst at index {i}: x = {x[i]!r}, got {got[i]!r}, expected "
+                      f"{expected[i]!r}, |error| {err[i]:.3g} > {allowed[i]:.3g}",
+                      "softmax(x, state) = exp(x - m) / s")
+
+
+@register(W, "bad_calls", tier="cpu", uses=EXERCISES,
+          doc="non-States, NaN, +inf, 2-D rows, negative s raise TypeError/ValueError")
+def bad_calls(ctx, impl, case):
+    import numpy as np
+
+    State = impl.State
+    good = impl.from_values([1.0, 2.0])
+    calls = [
+        ("merge: a tuple instead of a State", impl.merge, ((0.0, 1.0), good), TypeError, ["State"]),
+        ("merge: None", impl.merge, (good, None), TypeError, ["State"]),
+        ("log_sum_exp: a float", impl.log_sum_exp, (3.0,), TypeError, ["State"]),
+        ("softmax: a tuple state", impl.softmax, ([1.0], (1.0, 1.0)), TypeError, ["State"]),
+        ("State: NaN maximum", State, (math.nan, 1.0), ValueError, ["nan"]),
+        ("State: NaN sum", State, (0.0, math.nan), ValueError, ["nan"]),
+        ("State: negative s", State, (0.0, -1.0), ValueError, ["s"]),
+        ("State: +inf maximum", State, (math.inf, 1.0), ValueError, ["inf"]),
+        ("State: s = 0 with a finite m", State, (1.0, 0.0), ValueError, ["s"]),
+        ("State: a string", State, ("0", 1.0), TypeError, ["m"]),
+        ("from_values: 2-D", impl.from_values, (np.ones((2, 3)),), ValueError, ["1-D"]),
+        ("from_values: 0-D", impl.from_values, (np.float64(1.0),), ValueError, ["1-D"]),
+        ("from_values: NaN entry", impl.from_values, ([1.0, math.nan],), ValueError, ["nan"]),
+        ("from_values: +inf entry", impl.from_values, ([1.0, math.inf],), ValueError, ["inf"]),
+        ("from_values: strings", impl.from_values, (["a", "b"],), TypeError, ["x"]),
+        ("from_values: complex", impl.from_values, (np.ones(3, dtype=complex),), TypeError,
+         ["x"]),
+        ("softmax: 2-D x", impl.softmax, (np.ones((2, 2)), good), ValueError, ["1-D"]),
+        ("softmax: NaN in x", impl.softmax, ([math.nan], good), ValueError, ["nan"]),
+        ("softmax: x above the state's maximum", impl.softmax, ([5.0], good), ValueError,
+         ["state"]),
+    ]
+    for what, fn, args, error, mentions in calls:
+        try:
+            with strict():
+                fn(*args)
+        except error as exc:
+            missing = [w for w in mentions if w.lower() not in str(exc).lower()]
+            if missing:
+                ctx.fail(f"{what}: raised {type(exc).__name__}({str(exc)!r}), which does not "
+                         f"mention {missing}",
+                         hint="name the argument, what it got and what it accepts")
+        except Exception as exc:  # noqa: BLE001 - learner code may raise anything
+            ctx.fail(f"{what}: raised {type(exc).__name__}: {exc}, expected {error.__name__}",
+                     hint="refuse bad calls with a TypeError (wrong kind) or ValueError (bad "
+                          "value)")
+        else:
+            ctx.fail(f"{what}: no error was raised", hint="validate the arguments first")
+
+
+_IMPORT_PROBE = r"""
+import importlib, importlib.util, sys, types
+folder, stem = sys.argv[1], sys.argv[2]
+package = types.ModuleType("_under_test")
+package.__path__ = [folder]  # a package, so relative imports of siblings resolve (and count)
+sys.modules["_under_test"] = package
+module = importlib.import_module("_under_test." + stem)
+at_import = sorted(name for name in ("torch", "triton") if name in sys.modules)
+try:  # lazily imported inside a function counts too
+    state = module.merge(module.from_values([1.0, 2.0]), module.from_values([3.0]))
+    module.log_sum_exp(state)
+    module.softmax([1.0, 2.0, 3.0], state)
+except Exception as exc:
+    print("CALL-ERROR", type(exc).__name__, exc)
+after_calls = sorted(name for name in ("torch", "triton") if name in sys.modules)
+print("AT-IMPORT", ",".join(at_import))
+print("AFTER-CALLS", ",".join(after_calls))
+"""
+
+
+@register(W, "imports.numpy_only", tier="cpu", uses=EXERCISES, timeout=120,
+          doc="a fresh Python imports the module (and calls it) without torch or Triton")
+def imports_numpy_only(ctx, impl, case):
+    import pathlib
+    import subprocess
+    import sys
+
+    path = pathlib.Path(impl.__file__).resolve()
+    done = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, str(path.parent), path.stem],
+                          capture_output=True, text=True, timeout=100, cwd=str(path.parent))
+    if done.returncode != 0:
+        ctx.fail(f"a fresh Python could not import {path.name}: "
+                 f"{done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}",
+                 hint="the module must import with only numpy and the standard library")
+    lines = dict(line.split(" ", 1) if " " in line else (line, "")
+                 for line in done.stdout.splitlines())
+    at_import = lines.get("AT-IMPORT", "").strip()
+    after = lines.get("AFTER-CALLS", "").strip()
+    if at_import:
+        ctx.fail(f"importing {path.name} imported {at_import}",
+                 hint="numpy only: this workshop's module must not import torch or triton, "
+                      "directly or through a sibling module")
+    if after:
+        ctx.fail(f"calling the API of {path.name} imported {after}",
+                 hint="numpy only: no torch or triton import inside the functions either")
+    if "CALL-ERROR" in lines:
+        ctx.note(f"the API raised in the fresh process: {lines['CALL-ERROR']}")
+    ctx.note(f"checked in a fresh {pathlib.Path(sys.executable).name} process")

@@ -1,0 +1,650 @@
+"""Checks for the split softmax workshop: `partial_stats`, `merge_stats`, `normalize` and
+`split_softmax`.
+
+References are float64 computations on the CPU, made here from the inputs alone: the softmax
+itself, and the per-chunk statistics (m_c, s_c) of the same chunks the kernel uses, merged with
+the CPU model of workshop 4 (`references.online_normalization`). Interpreter runs use widths up
+to 4097 with small chunks (several chunks per row, a ragged last chunk); GPU runs go to 262144.
+
+A failing comparison is matched against models of the classic mistakes, computed from the same
+input in float64 (denominators merged without rescaling, a chunk-local max in the normalization,
+another row's statistics, an unmasked last chunk): when the output equals one of them, the hint
+names it.
+"""
+
+from __future__ import annotations
+
+from checks.core import Case, register
+
+W = "split_softmax"
+DTYPES = ("float16", "bfloat16", "float32")
+STAGES = ("partial_stats", "merge_stats", "normalize", "split_softmax")
+
+# Statistics are float32 whatever x's dtype. m is a maximum of values that float32 holds
+# exactly, so it must match exactly. s sums up to 16384 terms exp(x - m), each within a few ulp
+# (hardware exp), in a tree: about log2(n) * eps32 / 2 ~ 1e-6 relative; merging C partial sums
+# adds as much again. 1e-5 is ~10x that and still catches any wrong term (>= 1/16384 ~ 6e-5
+# of a chunk's sum whenever one term is dropped or doubled in a chunk of values of similar size).
+STAT_RTOL = 1e-5
+
+
+# ---------------------------------------------------------------------------------------------
+# Float64 references, computed in the check from the input alone
+# ---------------------------------------------------------------------------------------------
+def _chunk_stats64(x64, chunk: int):
+    """Per (row, chunk) max and sum of exp(x - max), float64, shape (M, C). Empty chunk state
+    is (-inf, 0), as in workshop 4."""
+    import torch
+
+    n_rows, n_cols = x64.shape
+    n_chunks = -(-n_cols // chunk)
+    padded = torch.full((n_rows, n_chunks * chunk), float("-inf"), dtype=torch.float64)
+    padded[:, :n_cols] = x64
+    tiles = padded.reshape(n_rows, n_chunks, chunk)
+    m = tiles.amax(dim=2)
+    shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    s = torch.exp(tiles - shift[:, :, None]).sum(dim=2)
+    return m, s
+
+
+def _workshop4():
+    """The CPU merge of workshop 4 (imported here, in the check body, never at module import)."""
+    import importlib
+
+    try:
+        return importlib.import_module("references.online_normalization")
+    except ImportError:
+        return None
+
+
+def _merge_cpu(ctx, m64, s64):
+    """Fold each row's chunk states left to right with workshop 4's `merge`, in float64."""
+    import torch
+
+    on = _workshop4()
+    if on is None:  # the CPU model is not there (a stripped checkout): the same fold, inline
+        ctx.note("references.online_normalization not found; merged with an inline float64 fold")
+        m_row = m64.amax(dim=1)
+        shift = torch.where(torch.isinf(m_row), torch.zeros_like(m_row), m_row)
+        return m_row, (s64 * torch.exp(m64 - shift[:, None])).sum(dim=1)
+    m_out, s_out = [], []
+    for m_list, s_list in zip(m64.tolist(), s64.tolist()):
+        state = on.identity()
+        for m, s in zip(m_list, s_list):
+            state = on.merge(state, on.State(m, s))
+        m_out.append(state.m)
+        s_out.append(state.s)
+    return torch.tensor(m_out, dtype=torch.float64), torch.tensor(s_out, dtype=torch.float64)
+
+
+def _softmax64(x):
+    return x.detach().to("cpu").double().softmax(dim=-1)
+
+
+def _chunk_for(impl, case, x) -> int | None:
+    """The chunk the implementation uses for `case` (for the diagnoses only)."""
+    if case.get("chunk") is not None:
+        return case.chunk
+    default = getattr(impl, "default_chunk", None)
+    if default is None:
+        return None
+    sm = 132
+    if x.device.type == "cuda":
+        import torch
+
+        sm = torch.cuda.get_device_properties(x.device).multi_processor_count
+    try:
+        return int(default(x.shape[0], x.shape[1], sm))
+    except Exception:  # noqa: BLE001 - a learner's helper may differ; no diagnosis then
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Models of the classic mistakes, for the hints
+# ---------------------------------------------------------------------------------------------
+def _close(got, model, dtype: str, rtol: float | None = None) -> bool:
+    """Does `got` equal `model` within the dtype's output tolerance (NaN matching NaN)?"""
+    import torch
+
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(dtype)
+    rtol = tol.rtol if rtol is None else rtol
+    if got.shape != model.shape:
+        return False
+    both_nan = got.isnan() & model.isnan()
+    ok = (got - model).abs() <= tol.atol + rtol * model.abs()
+    return bool(torch.where(both_nan, torch.ones_like(ok), ok).all())
+
+
+def _mistake_models(x64, chunk: int):
+    """Outputs of the classic mistakes on this input: [(hint, model output)]."""
+    import torch
+
+    n_rows, n_cols = x64.shape
+    m, s = _chunk_stats64(x64, chunk)
+    m_row = m.amax(dim=1, keepdim=True)
+    s_row = (s * torch.exp(m - m_row)).sum(dim=1, keepdim=True)
+    chunk_of_col = torch.arange(n_cols) // chunk
+    m_local = m[:, chunk_of_col]  # (M, N): each column's own chunk maximum
+    models = []
+    if m.shape[1] > 1:
+        models.append((
+            "partial denominators not rescaled: merge_stats added the chunks' sums s_c as they "
+            "are; each is a sum of exp(x - m_c) and must be multiplied by exp(m_c - m_row) "
+            "before the chunks can be added",
+            torch.exp(x64 - m_row) / s.sum(dim=1, keepdim=True)))
+        models.append((
+            "chunk-local max: normalize subtracted each chunk's own maximum instead of the "
+            "row's merged maximum m_row, so every chunk is scaled differently",
+            torch.exp(x64 - m_local) / s_row))
+        models.append((
+            "chunk-local max and sum: normalize used the chunk's own statistics, so each chunk "
+            "sums to 1 on its own",
+            torch.exp(x64 - m_local) / s[:, chunk_of_col]))
+    return models
+
+
+def _output_diagnoses(x, chunk: int | None, dtype: str):
+    """Diagnoses for split_softmax / normalize outputs on input `x`."""
+    x64 = x.detach().to("cpu").double()
+
+    def models(got, expected, bad):
+        if chunk is None:
+            return None
+        for hint, model in _mistake_models(x64, chunk):
+            if _close(got, model, dtype):
+                return hint
+        return None
+
+    def other_row(got, expected, bad):
+        rows_bad = bad.reshape(-1, got.shape[-1]).any(dim=1)
+        if got.shape[0] > 1 and not bool(rows_bad[0]) and bool(rows_bad[1:].any()):
+            return ("another row's statistics: row 0 is right but later rows are off, each by "
+                    "its own constant factor: merge_stats reads the partial states of another "
+                    "row (the row stride of the (M, C) buffers?), or normalize indexes m_row / "
+                    "s_row with the wrong row")
+        return None
+
+    def tail(got, expected, bad):
+        import torch
+
+        if chunk is None or got.shape[-1] % chunk == 0 or not bool(bad.any()):
+            return None
+        # Too large a denominator in every row of a ragged width: the last chunk's padded lanes
+        # were counted (an unmasked load reads whatever lies past the row).
+        ratio = got / torch.where(expected == 0, torch.ones_like(expected), expected)
+        if bool((ratio[bad] < 1).all()):
+            return ("tail not masked: the last chunk is ragged, and its lanes past the width "
+                    "were loaded as values (not -inf) and counted in the denominator")
+        return None
+
+    return [models, other_row, tail]
+
+
+# ---------------------------------------------------------------------------------------------
+# Calling the stage functions (they return tuples, which ctx.call does not accept)
+# ---------------------------------------------------------------------------------------------
+def _call_stats(ctx, fn, *args, expect_shape, label, **kwargs):
+    """Call a stage returning (a, b): both fresh float32 tensors of `expect_shape`, inputs
+    unchanged."""
+    torch = ctx.torch
+    from checks.context import call_learner
+
+    inputs = [a for a in args if isinstance(a, torch.Tensor)]
+    before = [t.detach().clone() for t in inputs]
+    out = call_learner(fn, *args, label=label, **kwargs)
+    if ctx.device == "cuda":
+        torch.cuda.synchronize()
+    for i, (t, saved) in enumerate(zip(inputs, before)):
+        if not torch.equal(t.view(torch.int16 if t.element_size() == 2 else torch.int32),
+                           saved.view(torch.int16 if t.element_size() == 2 else torch.int32)):
+            ctx.fail(f"{label} wrote into its input #{i}",
+                     hint="inputs must never be written: allocate fresh statistics buffers")
+    if not (isinstance(out, tuple) and len(out) == 2
+            and all(isinstance(t, torch.Tensor) for t in out)):
+        ctx.fail(f"{label} returned {type(out).__name__}, expected a tuple of two tensors",
+                 hint="return (m, s): the maxima and the sums")
+    for name, t in zip(("first", "second"), out):
+        if tuple(t.shape) != tuple(expect_shape):
+            ctx.fail(f"{label}: {name} tensor has shape {tuple(t.shape)}, expected "
+                     f"{tuple(expect_shape)}", hint="one statistic per (row, chunk), C = cdiv(N, chunk)")
+        if t.dtype != torch.float32:
+            ctx.fail(f"{label}: {name} tensor has dtype {t.dtype}, expected float32",
+                     hint="statistics stay in float32 whatever x's dtype")
+        if t.device.type != ctx.torch_device:
+            ctx.fail(f"{label}: {name} tensor is on {t.device}, expected {ctx.torch_device}")
+        for x in inputs:
+            if t.data_ptr() == x.data_ptr():
+                ctx.fail(f"{label} returned one of its inputs",
+                         hint="outputs must be freshly allocated")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 1: partial statistics
+# ---------------------------------------------------------------------------------------------
+def _partial_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        specs = [((1, 4), 4), ((3, 100), 16), ((8, 131072), 2048), ((5, 131071), 16384),
+                 ((64, 4097), 1024), ((2, 262147), 4096)]
+    else:
+        specs = [((1, 4), 4), ((3, 100), 16), ((4, 512), 64), ((2, 4097), 1024)]
+    return [Case(shape=s, chunk=c, dtype=d) for s, c in specs for d in DTYPES]
+
+
+@register(W, "stats.partial", tier="kernel", uses=("partial_stats",), cases=_partial_cases,
+          doc="per (row, chunk) max and exp-sum against float64, ragged last chunk")
+def stats_partial(ctx, impl, case):
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    n_chunks = -(-case.shape[1] // case.chunk)
+    m, s = _call_stats(ctx, impl.partial_stats, x, case.chunk,
+                       expect_shape=(case.shape[0], n_chunks), label="partial_stats(x, chunk)")
+    m64, s64 = _chunk_stats64(x.detach().cpu().double(), case.chunk)
+    tail_hint = _last_chunk_only(case.shape[1], case.chunk)
+    # m is a maximum of values float32 holds exactly: no rounding is allowed.
+    ctx.assert_close(m, m64, name="partial maxima m", rtol=0.0, atol=0.0, diagnose=[tail_hint])
+    ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
+        tail_hint,
+        lambda g, e, bad: ("sum not shifted by the chunk max: s should sum exp(x - m), every "
+                           "term <= 1 and the largest exactly 1"
+                           if bool((g > case.chunk).any()) else None)])
+
+
+def _last_chunk_only(width: int, chunk: int):
+    def diagnose(got, expected, bad):
+        if width % chunk == 0 or not bool(bad.any()):
+            return None
+        if bool(bad[:, :-1].any()):
+            return None
+        return ("tail not masked: only the last chunk's statistics are wrong; its lanes past "
+                "the width must be masked and loaded as -inf")
+
+    return diagnose
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 2: the merge, against workshop 4's CPU merge of the same chunks
+# ---------------------------------------------------------------------------------------------
+def _merge_cases(device: str) -> list[Case]:
+    sizes = [(1, 1), (3, 7), (4, 64), (2, 1500), (5, 33)]
+    if device == "cuda":
+        sizes += [(64, 128), (8, 4096), (1024, 8)]
+    cases = [Case(rows=r, chunks=c, layout="contiguous") for r, c in sizes]
+    cases += [Case(rows=5, chunks=33, layout="every_other_column"),
+              Case(rows=6, chunks=10, layout="transposed")]
+    return cases
+
+
+@register(W, "stats.merge", tier="kernel", uses=("merge_stats",), cases=_merge_cases,
+          doc="merge_stats on given (M, C) partial states equals workshop 4's CPU merge")
+def stats_merge(ctx, impl, case):
+    torch = ctx.torch
+    # Partial states of random chunks of 32 values, spread in scale so chunk maxima differ a
+    # lot (a missing rescale factor exp(m_c - m_row) changes the sum by a large factor).
+    values = ctx.randn((case.rows, case.chunks * 32), "float64", scale=4.0, device="cpu")
+    values += ctx.randn((case.rows, case.chunks, 1), "float64", scale=6.0,
+                        device="cpu").expand(-1, -1, 32).reshape(case.rows, -1)
+    m64, s64 = _chunk_stats64(values, 32)
+    m32, s32 = m64.float(), s64.float()
+    # The kernel sees float32 states; the CPU merge gets those same states, widened to float64.
+    m_in, s_in = _layout(torch, m32, case.layout), _layout(torch, s32, case.layout)
+    m_in, s_in = m_in.to(ctx.torch_device), s_in.to(ctx.torch_device)
+    if case.layout != "contiguous":
+        m_in, s_in = _layout_view(m_in, case.layout), _layout_view(s_in, case.layout)
+    m_row, s_row = _call_stats(ctx, impl.merge_stats, m_in, s_in, expect_shape=(case.rows,),
+                               label="merge_stats(m, s)")
+    m_cpu, s_cpu = _merge_cpu(ctx, m32.double(), s32.double())
+    diagnose = _merge_diagnoses(m32.double(), s32.double())
+    ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
+                     diagnose=diagnose)
+    ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
+                     diagnose=diagnose)
+
+
+def _layout(torch, t, layout: str):
+    """Storage for a (M, C) tensor in a layout (the view is taken on the device)."""
+    if layout == "every_other_column":
+        wide = torch.full((t.shape[0], 2 * t.shape[1]), float("nan"), dtype=t.dtype)
+        wide[:, ::2] = t
+        return wide
+    if layout == "transposed":
+        return t.t().contiguous()
+    return t
+
+
+def _layout_view(t, layout: str):
+    return t[:, ::2] if layout == "every_other_column" else t.t()
+
+
+def _merge_diagnoses(m64, s64):
+    def no_rescale(got, expected, bad):
+        if got.shape != expected.shape or m64.shape[1] < 2:
+            return None
+        if _close(got, s64.sum(dim=1), "float32", rtol=STAT_RTOL):
+            return ("partial denominators not rescaled: s_row equals the plain sum of the "
+                    "chunks' s_c; each s_c sums exp(x - m_c) and must be multiplied by "
+                    "exp(m_c - m_row) first")
+        return None
+
+    def other_row(got, expected, bad):
+        if got.shape[0] > 1 and not bool(bad[0]) and bool(bad[1:].any()):
+            return ("another row's statistics: row 0 is merged right but later rows are not; "
+                    "the merge reads the partial states at the wrong row offset (row stride of "
+                    "m or s?)")
+        return None
+
+    return [no_rescale, other_row]
+
+
+# ---------------------------------------------------------------------------------------------
+# Stages 1 + 2 on a real input, against workshop 4's merge of float64 chunk statistics
+# ---------------------------------------------------------------------------------------------
+def _pipeline_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        specs = [((3, 100), 16), ((8, 131072), 1024), ((64, 131072), 8192), ((2, 262144), 16384),
+                 ((7, 131071), 2048)]
+    else:
+        specs = [((2, 12), 4), ((3, 100), 16), ((5, 1000), 64), ((2, 4097), 256)]
+    return [Case(shape=s, chunk=c, dtype=d) for s, c in specs for d in DTYPES]
+
+
+@register(W, "stats.pipeline", tier="kernel", uses=("partial_stats", "merge_stats"),
+          cases=_pipeline_cases,
+          doc="merge_stats(partial_stats(x)) equals workshop 4's merge of float64 chunk states")
+def stats_pipeline(ctx, impl, case):
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    n_rows, n_cols = case.shape
+    n_chunks = -(-n_cols // case.chunk)
+    m, s = _call_stats(ctx, impl.partial_stats, x, case.chunk, expect_shape=(n_rows, n_chunks),
+                       label="partial_stats(x, chunk)")
+    m_row, s_row = _call_stats(ctx, impl.merge_stats, m, s, expect_shape=(n_rows,),
+                               label="merge_stats(m, s)")
+    m64, s64 = _chunk_stats64(x.detach().cpu().double(), case.chunk)
+    m_cpu, s_cpu = _merge_cpu(ctx, m64, s64)
+    diagnose = _merge_diagnoses(m64, s64)
+    ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
+                     diagnose=diagnose)
+    ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
+                     diagnose=diagnose)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole softmax
+# ---------------------------------------------------------------------------------------------
+def _values_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        specs = [((1, 1), None), ((3, 5), 4), ((1, 131072), None), ((8, 131072), None),
+                 ((8, 131072), 1024), ((64, 131072), None), ((64, 131072), 16384),
+                 ((5, 131071), 4096), ((2, 262144), None), ((1, 262147), 8192),
+                 ((1024, 4096), None), ((37, 4097), 512), ((1823, 781), None)]
+    else:
+        specs = [((1, 1), None), ((2, 12), 4), ((1, 16), 16), ((3, 100), 16), ((4, 512), 64),
+                 ((2, 4097), 1024), ((2, 4097), None)]
+    return [Case(shape=s, chunk=c, dtype=d) for s, c in specs for d in DTYPES]
+
+
+@register(W, "forward.values", tier="kernel", uses=STAGES, cases=_values_cases,
+          doc="split_softmax against float64 softmax; chunks that divide and do not divide N")
+def forward_values(ctx, impl, case):
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    kwargs = {} if case.chunk is None else {"chunk": case.chunk}
+    y = ctx.call(impl.split_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype,
+                 expect_contiguous=True, **kwargs)
+    ctx.assert_close(y, _softmax64(x), name="split_softmax(x)",
+                     diagnose=_output_diagnoses(x, _chunk_for(impl, case, x), case.dtype))
+
+
+def _strided_cases(device: str) -> list[Case]:
+    shapes = [(3, 100), (5, 2000)] if device != "cuda" else [(3, 100), (64, 131072), (4096, 640)]
+    layouts = ("transposed", "column_step", "row_slice", "broadcast_rows")
+    return [Case(shape=s, layout=l, dtype=d, chunk=64)
+            for s in shapes for l in layouts for d in DTYPES
+            if not (device != "cuda" and s[1] > 1000 and d != "float32")]
+
+
+def _strided_input(ctx, shape, layout: str, dtype: str):
+    """A view of `shape` with the given layout (never contiguous)."""
+    n_rows, n_cols = shape
+    if layout == "transposed":
+        return ctx.randn((n_cols, n_rows), dtype, scale=3.0).t()
+    if layout == "column_step":
+        return ctx.randn((n_rows, 2 * n_cols), dtype, scale=3.0)[:, ::2]
+    if layout == "row_slice":  # rows padded in memory: stride(0) > n_cols
+        return ctx.randn((n_rows + 1, n_cols + 13), dtype, scale=3.0)[1:, 5:5 + n_cols]
+    if layout == "broadcast_rows":  # stride 0 between rows: every row is the same memory
+        return ctx.randn((1, n_cols), dtype, scale=3.0).expand(n_rows, n_cols)
+    raise ValueError(layout)
+
+
+@register(W, "forward.strided", tier="kernel", uses=STAGES, cases=_strided_cases,
+          doc="transposed, stepped, sliced and broadcast views: strides passed, not assumed")
+def forward_strided(ctx, impl, case):
+    x = _strided_input(ctx, case.shape, case.layout, case.dtype)
+    y = ctx.call(impl.split_softmax, x, chunk=case.chunk, expect_shape=case.shape,
+                 expect_dtype=case.dtype, expect_contiguous=True)
+    def stride_ignored(got, expected, bad):
+        # Only on failure: are the same values right when they come contiguous?
+        if case.layout == "broadcast_rows":
+            return None
+        try:
+            y_contig = impl.split_softmax(x.contiguous(), chunk=case.chunk)
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        if _close(y_contig.detach().double().cpu(), expected, case.dtype):
+            return ("stride ignored: the same values in a contiguous tensor give the right "
+                    "answer, so a kernel assumes a layout; pass and use x.stride(0) and "
+                    "x.stride(1) (stride_xm, stride_xn)")
+        return None
+
+    ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.layout} view)",
+                     diagnose=[stride_ignored] + _output_diagnoses(x, case.chunk, case.dtype))
+
+
+def _invariance_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        return [Case(shape=(8, 131072), dtype=d, chunks=(1024, 2048, 8192, 16384)) for d in DTYPES]
+    return [Case(shape=(3, 1000), dtype=d, chunks=(16, 64, 256, 1024)) for d in DTYPES]
+
+
+@register(W, "forward.chunk_invariance", tier="kernel", uses=STAGES, cases=_invariance_cases,
+          doc="chunk size changes only rounding: same m_row exactly, s_row and y within tolerance")
+def chunk_invariance(ctx, impl, case):
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    first = None
+    for chunk in case.chunks:
+        n_chunks = -(-case.shape[1] // chunk)
+        m, s = _call_stats(ctx, impl.partial_stats, x, chunk,
+                           expect_shape=(case.shape[0], n_chunks), label=f"partial_stats(chunk={chunk})")
+        m_row, s_row = _call_stats(ctx, impl.merge_stats, m, s, expect_shape=(case.shape[0],),
+                                   label="merge_stats(m, s)")
+        y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=case.shape)
+        if first is None:
+            first = (case.chunks[0], m_row, s_row, y)
+            continue
+        c0, m0, s0, y0 = first
+        what = f"chunk={chunk} vs chunk={c0}"
+        ctx.assert_close(m_row, m0.double(), name=f"m_row, {what}", rtol=0.0, atol=0.0,
+                         diagnose=[lambda g, e, b: "the row maximum must not depend on the chunk "
+                                   "size: is the last chunk masked with -inf?"])
+        # Two float32 sums of the same terms, grouped differently: within 2x the check's bound.
+        ctx.assert_close(s_row, s0.double(), name=f"s_row, {what}", rtol=2 * STAT_RTOL, atol=0.0,
+                         diagnose=[lambda g, e, b: "the denominator depends on the chunk size: "
+                                   "partial denominators not rescaled, or a tail not masked?"])
+        # Each output is within tolerance of float64 (forward.values); two of them may differ
+        # by both errors: twice the output tolerance.
+        from checks.compare import tolerance_for
+
+        tol = tolerance_for(case.dtype)
+        ctx.assert_close(y, y0.double(), name=f"y, {what}", rtol=2 * tol.rtol, atol=2 * tol.atol)
+
+
+@register(W, "forward.launches", tier="kernel", uses=STAGES,
+          cases=[Case(shape=(3, 100), chunk=16), Case(shape=(2, 12), chunk=None),
+                 Case(shape=(1, 4097), chunk=1024)],
+          doc="exactly three launches per call, in order: partial, merge, normalize")
+def forward_launches(ctx, impl, case):
+    x = ctx.randn(case.shape, "float32")
+    kwargs = {} if case.chunk is None else {"chunk": case.chunk}
+    with ctx.count_launches() as log:
+        y = ctx.call(impl.split_softmax, x, **kwargs)
+    if len(log) != 3:
+        ctx.fail(f"split_softmax launched {len(log)} kernel(s): {log}; expected exactly 3",
+                 hint="one launch per stage: partial_stats, merge_stats, normalize (no extra "
+                      "kernels, no per-row launches in a Python loop)")
+    order = ("partial", "merge", "normal")
+    if any(word not in name for word, name in zip(order, log)):
+        ctx.fail(f"launch order {log}; expected partial_stats_kernel, merge_stats_kernel, "
+                 "normalize_kernel", hint="the three stages run in order on one stream")
+    ctx.assert_close(y, _softmax64(x), name="split_softmax(x)")
+
+
+@register(W, "forward.fresh", tier="kernel", uses=STAGES,
+          cases=[Case(shape=(4, 100), dtype=d) for d in DTYPES],
+          doc="inputs unchanged, a new output tensor on every call")
+def forward_fresh(ctx, impl, case):
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    # ctx.call fails if x changed or if y shares memory with x.
+    y1 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape)
+    y2 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape)
+    if y1.data_ptr() == y2.data_ptr():
+        ctx.fail("two calls returned the same output tensor",
+                 hint="outputs must be freshly allocated on every call (no cached buffer)")
+    ctx.assert_close(y2, _softmax64(x), name="split_softmax(x), second call")
+
+
+def _extreme_cases(device: str) -> list[Case]:
+    return [Case(dtype="float16", kind="magnitude", magnitude=60000.0),
+            Case(dtype="bfloat16", kind="magnitude", magnitude=1e30),
+            Case(dtype="float32", kind="magnitude", magnitude=1e30),
+            Case(dtype="float32", kind="magnitude", magnitude=-1e30),
+            Case(dtype="float16", kind="far_apart_chunks", magnitude=30000.0),
+            Case(dtype="float32", kind="far_apart_chunks", magnitude=1e4),
+            Case(dtype="float32", kind="constant_rows", magnitude=3.25),
+            Case(dtype="float32", kind="masked_chunk", magnitude=float("-inf"))]
+
+
+@register(W, "forward.extreme", tier="kernel", uses=STAGES, cases=_extreme_cases,
+          doc="huge finite logits, chunks with far-apart maxima, constant rows, a -inf chunk")
+def forward_extreme(ctx, impl, case):
+    torch = ctx.torch
+    shape, chunk = (3, 100), 16
+    dtype = getattr(torch, case.dtype)
+    if case.kind == "magnitude":  # values in [0.9, 1] * magnitude: exp(x) alone would overflow
+        x = (ctx.rand_like_distinct(shape, "float64", 0.9, 1.0, device="cpu") * case.magnitude)
+    elif case.kind == "far_apart_chunks":  # one chunk at +magnitude, the rest at -magnitude
+        x = ctx.randn(shape, "float64", device="cpu") - case.magnitude
+        x[:, 2 * chunk:3 * chunk] += 2 * case.magnitude
+    elif case.kind == "constant_rows":
+        x = torch.full(shape, case.magnitude, dtype=torch.float64)
+    else:  # a whole chunk of -inf (a masked span): its state is the empty state (-inf, 0)
+        x = ctx.randn(shape, "float64", scale=3.0, device="cpu")
+        x[:, chunk:2 * chunk] = float("-inf")
+    x = x.to(dtype).to(ctx.torch_device)
+    y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=shape)
+    ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
+        lambda g, e, bad: ("a chunk of only -inf gave NaN: its max is -inf and exp(-inf - (-inf)) "
+                           "is NaN; shift by 0 when m = -inf so the chunk's state is (-inf, 0)"
+                           if case.kind == "masked_chunk" and bool(g.isnan().any()) else None),
+        lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
+                           if bool(g.isnan().any() | g.isinf().any()) else None),
+    ] + _output_diagnoses(x, chunk, case.dtype))
+
+
+@register(W, "bad_calls", tier="kernel", uses=STAGES,
+          doc="bad calls raise TypeError/ValueError naming the argument, before any launch")
+def bad_calls(ctx, impl, case):
+    torch = ctx.torch
+    dev = ctx.torch_device
+    x = ctx.randn((4, 40))
+    for chunk in (0, -16, 100, 3, 24):
+        ctx.expect_error(impl.split_softmax, x, chunk=chunk, mentions=["chunk"],
+                         what=f"split_softmax: chunk={chunk}")
+    ctx.expect_error(impl.split_softmax, x, chunk=16.0, mentions=["chunk"],
+                     what="split_softmax: float chunk")
+    ctx.expect_error(impl.split_softmax, x, chunk=16, num_warps=3, mentions=["num_warps"],
+                     what="split_softmax: num_warps=3")
+    ctx.expect_error(impl.split_softmax, torch.ones((4, 40), dtype=torch.int32, device=dev),
+                     mentions=["x"], what="split_softmax: integer dtype")
+    ctx.expect_error(impl.split_softmax, ctx.randn((40,)), mentions=["2-D"],
+                     what="split_softmax: 1-D")
+    ctx.expect_error(impl.split_softmax, ctx.randn((2, 3, 40)), mentions=["2-D"],
+                     what="split_softmax: 3-D")
+    ctx.expect_error(impl.split_softmax, [[1.0, 2.0]], mentions=["x"],
+                     what="split_softmax: a list")
+    ctx.expect_error(impl.partial_stats, x, 100, mentions=["chunk"],
+                     what="partial_stats: chunk=100")
+    m = torch.zeros((4, 3), dtype=torch.float32, device=dev)
+    ctx.expect_error(impl.merge_stats, m.half(), m, mentions=["m"],
+                     what="merge_stats: float16 m")
+    ctx.expect_error(impl.merge_stats, m, m[:, :2], mentions=["s"],
+                     what="merge_stats: s of another shape")
+    row = torch.ones((4,), dtype=torch.float32, device=dev)
+    ctx.expect_error(impl.normalize, x, row[:3], row, 16, mentions=["m_row"],
+                     what="normalize: m_row of the wrong length")
+    ctx.expect_error(impl.normalize, x, row, row, 48, mentions=["chunk"],
+                     what="normalize: chunk=48")
+    if ctx.device == "cuda":
+        ctx.expect_error(impl.split_softmax, x.cpu(), mentions=["cuda"],
+                         what="split_softmax: CPU tensor on a GPU run")
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA only: streams and graphs
+# ---------------------------------------------------------------------------------------------
+@register(W, "cuda.stream", tier="cuda", uses=STAGES,
+          cases=[Case(shape=(8, 131072), dtype="float16")],
+          doc="all three launches go to the caller's current (non-default) stream")
+def cuda_stream(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    source = ctx.randn(case.shape, case.dtype, scale=3.0)
+    impl.split_softmax(source)  # compile outside the timed race
+    stream = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        busy = torch.randn((4096, 4096), device="cuda")
+        for _ in range(4):
+            busy = busy @ busy  # keep the side stream busy, so a launch elsewhere would race
+        x = source * 1  # x is written on the side stream, after the busy work
+        y = ctx.call(impl.split_softmax, x)
+    stream.synchronize()
+    ctx.assert_close(y, _softmax64(source), name="split_softmax on a side stream",
+                     diagnose=[lambda g, e, bad: "a stage launched on the default stream instead "
+                               "of the current one (it read x, or the statistics, too early)"])
+
+
+@register(W, "cuda.graph", tier="cuda", uses=STAGES,
+          cases=[Case(shape=(8, 131072), dtype="bfloat16"), Case(shape=(64, 4097), dtype="float32")],
+          doc="the three launches capture into a CUDA graph and replay on new data")
+def cuda_graph(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    from checks.context import call_learner
+
+    x_static = ctx.randn(case.shape, case.dtype, scale=3.0)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up (compile) outside the capture, as torch advises
+        call_learner(impl.split_softmax, x_static, label="split_softmax (warm-up)")
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with ctx.count_launches() as log:
+            with torch.cuda.graph(graph):
+                y_static = impl.split_softmax(x_static)
+    except Exception as exc:  # noqa: BLE001 - capture failures are the point of this check
+        ctx.fail(f"capturing split_softmax into a CUDA graph raised {type(exc).__name__}: {exc}",
+                 hint="nothing in the launcher may synchronize with the host during capture "
+                      "(.item(), .cpu(), printing a tensor) or allocate on the CPU")
+    if len(log) != 3:
+        ctx.fail(f"{len(log)} launches captured ({log}), expected 3")
+    for trial in range(2):
+        fresh = ctx.randn(case.shape, case.dtype, scale=3.0 + trial)
+        x_static.copy_(fresh)
+        graph.replay()
+        torch.cuda.synchronize()
+        ctx.assert_close(y_static, _softmax64(fresh), name=f"graph replay {trial}",
+                         diagnose=[lambda g, e, bad: "the replay computed on stale data: a stage "
+                                   "read a copy of x made at capture time"])

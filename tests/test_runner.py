@@ -1,0 +1,150 @@
+"""The runner survives learner code: every misbehaviour is a FAIL that says what happened.
+
+Fake implementations of the foundations API (plain torch, no Triton needed) each misbehave in
+one way; the runner must name it, keep going, and never crash.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.helpers import ROOT, load_json, run_checks
+
+GOOD_ADD = """
+def add(x, y, *, block=1024):
+    if not isinstance(y, torch.Tensor): raise TypeError("y must be a tensor")
+    if y.shape != x.shape: raise ValueError("y shape")
+    if y.dtype != x.dtype: raise TypeError("y dtype")
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32): raise TypeError("x dtype")
+    if block & (block - 1): raise ValueError("block must be a power of two")
+    return (x.float() + y.float()).to(x.dtype)
+"""
+
+SOFTMAX_BODIES = {
+    "raises": "raise RuntimeError('boom in learner code')",
+    "wrong_shape": "return torch.softmax(x.float(), -1).to(x.dtype)[:, :1]",
+    "returns_input": "return x",
+    "nan": "return torch.full_like(x, float('nan'))",
+    "writes_input": "x.mul_(0.5); return torch.softmax(x.float(), -1).to(x.dtype)",
+    "wrong_dtype": "return torch.softmax(x.float(), -1)",
+    "hangs": "while True: pass",
+    "not_a_tensor": "return torch.softmax(x.float(), -1).tolist()",
+}
+
+EXPECTED_MESSAGE = {
+    "raises": "RuntimeError: boom in learner code",
+    "wrong_shape": "returned shape",
+    "returns_input": "returned one of its inputs",
+    "nan": "NaN",
+    "writes_input": "wrote into its input",
+    "wrong_dtype": "returned dtype",
+    "hangs": "did not finish within",
+    "not_a_tensor": "returned list",
+}
+
+
+def _fake(tmp_path, body: str):
+    source = "import torch\n" + GOOD_ADD + textwrap.dedent(f"""
+        def row_softmax(x, *, num_warps=None):
+            if not isinstance(x, torch.Tensor) or x.dim() != 2:
+                raise ValueError(f"x must be 2-D, got {{getattr(x, 'shape', x)}}")
+            if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+                raise TypeError("x must be float")
+            if not x.is_contiguous():
+                raise ValueError("x must be contiguous")
+            {body}
+        """)
+    path = tmp_path / "my_foundations.py"
+    path.write_text(source)
+    return path
+
+
+@pytest.mark.parametrize("behaviour", sorted(SOFTMAX_BODIES))
+def test_misbehaving_learner_code_is_a_named_fail(tmp_path, behaviour):
+    path = _fake(tmp_path, SOFTMAX_BODIES[behaviour])
+    out = tmp_path / "out.json"
+    # The extreme-values check has 4 cases: enough to see every behaviour, few enough that a
+    # hang costs 4 time limits.
+    done = run_checks("run", "foundations", "--impl", str(path), "--only", "row_softmax.extreme",
+                      "--json", str(out), env={"CHECKS_TIMEOUT": "2"})
+    assert done.returncode == 1, done.stdout + done.stderr  # FAIL -> non-zero exit
+    assert "Traceback" not in done.stderr
+    failed = [r for r in load_json(out)["results"] if r["outcome"] == "FAIL"]
+    assert failed, "no FAIL"
+    assert EXPECTED_MESSAGE[behaviour] in failed[0]["message"], failed[0]["message"]
+
+
+def test_correct_fake_passes_and_other_checks_keep_running(tmp_path):
+    path = _fake(tmp_path, "return torch.softmax(x.float(), -1).to(x.dtype)")
+    out = tmp_path / "out.json"
+    done = run_checks("run", "foundations", "--impl", str(path), "--json", str(out))
+    results = load_json(out)["results"]
+    outcomes = {r["check"]: r["outcome"] for r in results}
+    assert outcomes["row_softmax.values"] == "PASS"
+    assert outcomes["add.values"] == "PASS"
+    assert done.returncode == 0, done.stdout
+
+
+def test_module_that_does_not_import_is_a_fail_not_a_crash(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("def add(x, y:\n    pass\n")
+    done = run_checks("run", "foundations", "--impl", str(path), "--only", "add.values")
+    assert done.returncode == 1
+    assert "could not import" in done.stdout and "SyntaxError" in done.stdout
+
+
+def test_json_record_has_the_contract_fields(tmp_path):
+    out = tmp_path / "refs.json"
+    done = run_checks("run", "foundations", "--impl", "references", "--only", "row_softmax.extreme",
+                      "--json", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    payload = load_json(out)
+    header = payload["header"]
+    for key in ("date", "device", "impl", "sources", "torch", "triton", "numpy", "git_commit", "seed"):
+        assert key in header
+    assert any(k.endswith("references/foundations.py") for k in header["sources"])
+    for record in payload["results"]:
+        for key in ("workshop", "check", "case", "tier", "device", "outcome", "message", "hint",
+                    "max_error", "tolerance", "seconds"):
+            assert key in record
+        assert record["device"] == "interpreter"
+    assert payload["counts"]
+
+
+def test_table_shows_counts_per_tier_and_outcome():
+    done = run_checks("run", "foundations", "--impl", "references", "--only", "bad_calls")
+    assert done.returncode == 0
+    assert "tier" in done.stdout and "PASS" in done.stdout and "kernel" in done.stdout
+
+
+def test_cuda_device_on_a_cpu_machine_is_a_clear_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = run_checks("run", "foundations", "--device", "cuda")
+    assert done.returncode == 2
+    assert "no CUDA GPU" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cuda_tier_is_unavailable_with_a_reason_on_the_interpreter():
+    done = run_checks("run", "foundations", "--impl", "references", "--only", "cuda.stream",
+                      "--device", "interpreter")
+    assert done.returncode == 0
+    assert "UNAVAILABLE" in done.stdout and "needs a CUDA GPU" in done.stdout
+
+
+def test_device_cannot_switch_after_kernels_are_imported():
+    import subprocess
+    import sys
+
+    code = ("import os; os.environ['TRITON_INTERPRET'] = '0'\n"
+            "import references.foundations\n"
+            "from checks import device\n"
+            "try:\n    device.select('interpreter')\n"
+            "except device.DeviceError as e:\n    print('REFUSED', e)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert "REFUSED" in done.stdout and "Restart" in done.stdout, done.stdout + done.stderr
