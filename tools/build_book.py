@@ -526,36 +526,53 @@ def check_site(html_dir: str | Path) -> SiteReport:
     return report
 
 
-def solution_lines(min_length: int = 24) -> dict[str, list[str]]:
-    """The distinctive code lines inside the references' exercise regions, per module."""
+def solution_blocks(min_length: int = 40) -> dict[str, list[str]]:
+    """The solution text of each exercise region of the references, whitespace-normalised.
+
+    A region's solution is everything between its instruction comments (which the starter
+    keeps, so they are public) and `# END EXERCISE`. Regions shorter than `min_length`
+    characters (`mask = offsets < n`) are too generic to be evidence and are skipped.
+    """
     begin = re.compile(r"^\s*# EXERCISE ")
     end = re.compile(r"^\s*# END EXERCISE\s*$")
     found: dict[str, list[str]] = {}
     for module in sorted((ROOT / "references").glob("*.py")):
-        inside, lines = False, []
+        blocks, region, instructions = [], None, False
         for line in module.read_text().splitlines():
             if begin.match(line):
-                inside = True
-            elif end.match(line):
-                inside = False
-            elif inside and not line.strip().startswith("#") and len(line.strip()) >= min_length:
-                lines.append(line.strip())
-        if lines:
-            found[module.name] = lines
+                region, instructions = [], True
+            elif end.match(line) and region is not None:
+                text = " ".join(" ".join(region).split())
+                if len(text) >= min_length:
+                    blocks.append(text)
+                region = None
+            elif region is not None:
+                if instructions and line.strip().startswith("#"):
+                    continue  # instruction lines, kept in the starter
+                instructions = False
+                region.append(line)
+        if blocks:
+            found[module.name] = blocks
     return found
 
 
 def find_solution_code(html_dir: Path, pages: dict | None = None) -> list[str]:
-    """Pages whose text contains a line of a reference's solution (the site must not)."""
-    pages = pages or {p.resolve(): parse_page(p) for p in Path(html_dir).rglob("*.html")}
-    needles = solution_lines()
+    """Pages that show a reference's solution: an exercise region's code, or its markers."""
+    html_dir = Path(html_dir).resolve()
+    pages = pages or {p.resolve(): parse_page(p) for p in html_dir.rglob("*.html")}
+    blocks = solution_blocks()
     hits = []
     for path, page in pages.items():
         text = " ".join("".join(page.text).split())
-        for module, lines in needles.items():
-            for line in lines:
-                if " ".join(line.split()) in text:
-                    hits.append(f"{path.name} shows a solution line of references/{module}: {line!r}")
+        rel = path.relative_to(html_dir)
+        for module, found in blocks.items():
+            for block in found:
+                if block in text:
+                    hits.append(f"{rel} shows an exercise solution of references/{module}: "
+                                f"{block[:80]!r}...")
+        # A lesson printing a reference module's source would show its exercise markers.
+        if rel.parts[:2] == ("book", "lessons") and "# END EXERCISE" in text:
+            hits.append(f"{rel} shows reference source (an '# END EXERCISE' marker)")
     return hits
 
 

@@ -11,5 +11,5 @@ BUGS = [
     Bug("add_mask_always_true", find="mask = offsets < n_elements", replace="mask = offsets >= 0",
         check="add.values", hint="tail not masked"),
     Bug("softmax_no_bad_call_check", find='    check_tensor("x", x, ndim=2)\n', replace="",
-        check="bad_calls", hint="validate"),
+        check="bad_calls", hint="name the argument"),
 ]

@@ -1,0 +1,539 @@
+"""The benchmark harness: declared problems, a correctness gate, two timers, raw samples saved.
+
+A workshop's benchmark module (`benchmarks/<id>.py`) declares `Problem`s: the inputs of one
+shape, dtype and layout, the float64 reference, the bytes and FLOPs with their formula written
+out, and the `Provider`s to compare (ours, the torch baselines, a copy ceiling). For each
+provider the harness
+
+1. calls it once and compares the output with the float64 reference on that exact shape
+   (`gate`); a provider that fails is recorded as "failed" and never timed;
+2. times it, either with CUDA events around each call and an L2 flush before each sample
+   (`time_events`, like `triton.testing.do_bench`), or by replaying a CUDA graph of several
+   back-to-back calls (`time_graph`, like `triton.testing.do_bench_cudagraph`);
+3. keeps every raw sample in the record, with the launches it made and their knobs.
+
+Two timing modes are two experiments: one results file each. Nothing here imports matplotlib
+or numpy; torch only inside functions, so `python -m benchmarks report` works without a GPU.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+
+OURS, BASELINE, CEILING = "ours", "baseline", "ceiling"  # provider roles
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # written before every event sample; H200 L2 is 60 MiB
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many samples to take; one per scale (see benchmarks/README.md for the budget)."""
+
+    samples: int  # events: timed calls; graph: timed replays
+    warmup_ms: float  # run the provider at least this long before timing
+    graph_ms: float  # target GPU time of one graph replay (calls per replay follow from it)
+
+
+PLANS = {
+    "full": Plan(samples=40, warmup_ms=20.0, graph_ms=2.0),
+    "quick": Plan(samples=15, warmup_ms=10.0, graph_ms=1.0),
+    "sweep": Plan(samples=20, warmup_ms=10.0, graph_ms=1.0),
+}
+
+
+@dataclass
+class Provider:
+    """One way to compute a problem's output: ours (with its knobs), a torch baseline, a copy."""
+
+    name: str  # "ours", "torch.softmax", "copy", "sdpa-cudnn", ...
+    role: str  # OURS, BASELINE or CEILING
+    fn: Callable[[dict], Any]  # inputs -> output (a tensor, or a list of tensors)
+    knobs: dict = field(default_factory=dict)  # launch knobs passed explicitly
+    note: str = ""  # what this provider is, e.g. which torch path it took
+    reference: Callable[[dict], Any] | None = None  # another float64 reference (e.g. mm alone)
+    tolerance: tuple[float, float] | None = None  # (rtol, atol) for that reference
+    bytes_moved: int | None = None  # this provider's real traffic when it differs from bytes
+    bytes_moved_formula: str = ""
+    cuda_only: bool = False  # skipped by --dry-run on the CPU (e.g. SDPA backends pinned)
+
+    @property
+    def label(self) -> str:
+        if not self.knobs:
+            return self.name
+        return self.name + "[" + ",".join(f"{k}={v}" for k, v in self.knobs.items()) + "]"
+
+
+@dataclass
+class Problem:
+    """One shape/dtype/layout of one experiment, with everything needed to gate and time it."""
+
+    workshop: str
+    experiment: str  # "forward", "grouped_order", "sweep", ...
+    params: dict  # JSON-able: rows, width, dtype, layout, causal, ... (table columns, plot axes)
+    make_inputs: Callable[[str, Any], dict]  # (torch device, generator) -> {name: tensor}
+    reference: Callable[[dict], Any]  # inputs -> float64 expected output, on the same device
+    tolerance: Callable[[dict], tuple[float, float]]  # inputs -> (rtol, atol) for the gate
+    metric: str  # "bandwidth" (TB/s from bytes) or "flops" (TFLOP/s from flops)
+    bytes: int
+    bytes_formula: str
+    providers: list[Provider]
+    flops: int = 0
+    flops_formula: str = ""
+    baseline: str = ""  # provider name the ratio column divides by
+    ceiling: str = ""  # provider name of the same-problem ceiling ("" = session copy ceiling)
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={_fmt(v)}" for k, v in self.params.items())
+
+
+def _fmt(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return "x".join(str(v) for v in value)
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics (plain Python: the report runs without numpy)
+# ---------------------------------------------------------------------------------------------
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation, like numpy's default."""
+    if not values:
+        raise ValueError("percentile of no values")
+    data = sorted(values)
+    pos = (len(data) - 1) * q / 100.0
+    low = math.floor(pos)
+    high = min(low + 1, len(data) - 1)
+    return data[low] + (data[high] - data[low]) * (pos - low)
+
+
+def summarize(samples: list[float]) -> dict:
+    """median, p10, p90, min, mean and n of a list of timings (milliseconds)."""
+    if not samples:
+        return {"n": 0}
+    return {"n": len(samples), "median": percentile(samples, 50), "p10": percentile(samples, 10),
+            "p90": percentile(samples, 90), "min": min(samples),
+            "mean": sum(samples) / len(samples)}
+
+
+def tb_per_s(nbytes: int, ms: float) -> float:
+    return nbytes / (ms * 1e-3) / 1e12
+
+
+def tflop_per_s(flops: int, ms: float) -> float:
+    return flops / (ms * 1e-3) / 1e12
+
+
+# ---------------------------------------------------------------------------------------------
+# The correctness gate
+# ---------------------------------------------------------------------------------------------
+def gate(out, expected, rtol: float, atol: float) -> dict:
+    """Compare an output with its float64 reference where both live (on the GPU in real runs).
+
+    Passes when |got - expected| <= atol + rtol * |expected| everywhere (the rule of
+    checks/compare.py), NaN only where the reference is NaN, infinities only where it has the
+    same one. Returns {"ok", "max_ratio" (worst error / allowed), "max_error", "message"}.
+    """
+    import torch
+
+    if isinstance(out, (list, tuple)):  # e.g. one output per head, from a loop over heads
+        if not out or not all(isinstance(t, torch.Tensor) for t in out):
+            return _gate_fail(f"returned a {type(out).__name__} that is not a list of tensors")
+        out = torch.stack(list(out))
+    if not isinstance(out, torch.Tensor):
+        return _gate_fail(f"returned {type(out).__name__}, expected a tensor")
+    if out.numel() != expected.numel():
+        return _gate_fail(f"output has shape {tuple(out.shape)}, expected {tuple(expected.shape)}")
+    got = out.detach().reshape(expected.shape).to(device=expected.device, dtype=torch.float64)
+    if got.numel() == 0:
+        return {"ok": True, "max_ratio": 0.0, "max_error": 0.0, "message": ""}
+    err = (got - expected).abs()
+    agree = (got.isnan() & expected.isnan()) | (got.isinf() & expected.isinf()
+                                                  & (got.sign() == expected.sign()))
+    err = torch.where(agree, torch.zeros_like(err), err)
+    err = torch.where(err.isnan(), torch.full_like(err, math.inf), err)
+    allowed = atol + rtol * expected.abs()
+    ratio = err / allowed
+    worst = int(torch.argmax(ratio).item())
+    max_ratio = float(ratio.reshape(-1)[worst].item())
+    max_error = float(err.reshape(-1)[worst].item())
+    n_bad = int((err > allowed).sum().item())
+    if n_bad == 0:
+        return {"ok": True, "max_ratio": max_ratio, "max_error": max_error, "message": ""}
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), tuple(got.shape)))
+    message = (f"{n_bad} of {got.numel()} elements outside |err| <= {atol:g} + {rtol:g}*|ref|; "
+               f"worst at {index}: got {got.reshape(-1)[worst].item():.6g}, expected "
+               f"{expected.reshape(-1)[worst].item():.6g}")
+    return {"ok": False, "max_ratio": max_ratio, "max_error": max_error, "message": message}
+
+
+def _gate_fail(message: str) -> dict:
+    return {"ok": False, "max_ratio": None, "max_error": None, "message": message}
+
+
+# ---------------------------------------------------------------------------------------------
+# Timers
+# ---------------------------------------------------------------------------------------------
+def _one_call_ms(fn) -> float:
+    """Rough time of one call (events, no flush), used to size the warm-up and the graphs."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(3):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return max(start.elapsed_time(end) / 3, 1e-3)
+
+
+def time_events(fn, plan: Plan, flush) -> dict:
+    """CUDA events around each call, the L2 flushed (a write of `flush`) before each sample.
+
+    The start and end events of every sample are recorded first and read after one final
+    synchronize, so no host sync sits between the flush and the call being timed.
+    """
+    import torch
+
+    estimate = _one_call_ms(fn)
+    warmup = max(1, min(1000, math.ceil(plan.warmup_ms / estimate)))
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
+    torch.cuda.synchronize()
+    for start, end in zip(starts, ends):
+        flush.zero_()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    samples = [start.elapsed_time(end) for start, end in zip(starts, ends)]
+    return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": 1,
+            "warmup_calls": warmup, "l2_flush_bytes": flush.numel() * flush.element_size()}
+
+
+def time_graph(fn, plan: Plan) -> dict:
+    """Capture `calls` back-to-back calls in one CUDA graph, replay it, time each replay.
+
+    A sample is one replay's time divided by its number of calls: launch overhead is gone and
+    the L2 is NOT flushed between calls (as in triton.testing.do_bench_cudagraph), so inputs
+    smaller than the L2 (60 MiB) may be served partly from it. That is what this mode measures.
+    """
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up (compile, autotune) outside the capture
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    estimate = _one_call_ms(fn)
+    calls = max(1, min(200, round(plan.graph_ms / estimate)))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    try:
+        warmup = max(1, min(200, math.ceil(plan.warmup_ms / (estimate * calls))))
+        for _ in range(warmup):
+            graph.replay()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
+        torch.cuda.synchronize()
+        for start, end in zip(starts, ends):
+            start.record()
+            graph.replay()
+            end.record()
+        torch.cuda.synchronize()
+        samples = [start.elapsed_time(end) / calls for start, end in zip(starts, ends)]
+    finally:
+        graph.reset()
+    return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": calls,
+            "warmup_calls": warmup * calls, "l2_flush_bytes": 0}
+
+
+def measure_ceiling(mode: str, plan: Plan, flush) -> dict:
+    """Device-to-device copy bandwidth in this process: the ceiling of the memory-bound rows.
+
+    Two copies, as in ../shared/BASELINES.md: 4 GiB of float32 (the ceiling used for ratios)
+    and 256 MiB of float16. Bytes = one read + one write of the buffer.
+    """
+    import torch
+
+    out = {}
+    for key, n, dtype in (("copy_4GiB_float32", 1 << 30, torch.float32),
+                          ("copy_256MiB_float16", 1 << 27, torch.float16)):
+        src = torch.ones(n, dtype=dtype, device="cuda")
+        dst = torch.empty_like(src)
+        timed = time_events(lambda: dst.copy_(src), plan, flush) if mode == "events" else \
+            time_graph(lambda: dst.copy_(src), plan)
+        nbytes = 2 * n * src.element_size()
+        med = summarize(timed["samples_ms"])["median"]
+        out[key] = dict(timed, bytes=nbytes, bytes_formula="2 * numel * element_size (read + write)",
+                        tb_s_median=round(tb_per_s(nbytes, med), 4))
+        del src, dst
+        torch.cuda.empty_cache()
+    out["ceiling_tb_s"] = out["copy_4GiB_float32"]["tb_s_median"]
+    out["ceiling_from"] = "copy_4GiB_float32"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch log: which Triton kernels a call launched, with their scalar keyword arguments
+# ---------------------------------------------------------------------------------------------
+_launch_log: list | None = None
+_launch_hook_installed = False
+
+
+def _install_launch_hook() -> None:
+    """Wrap Triton's `kernel[grid](...)` so a gate call records kernel names and knobs."""
+    global _launch_hook_installed
+    if _launch_hook_installed:
+        return
+    try:
+        from triton.runtime.jit import KernelInterface
+    except ImportError:
+        return
+    original = KernelInterface.__getitem__
+
+    def logged_getitem(self, grid):
+        launch = original(self, grid)
+
+        def run(*args, **kwargs):
+            result = launch(*args, **kwargs)
+            if _launch_log is not None:
+                name = getattr(self, "__name__", None) or getattr(getattr(self, "fn", None),
+                                                                  "__name__", "?")
+                entry = {"kernel": name,
+                         "meta": {k: v for k, v in kwargs.items()
+                                  if isinstance(v, (bool, int, float, str)) or v is None}}
+                if isinstance(grid, tuple) and all(isinstance(g, int) for g in grid):
+                    entry["grid"] = list(grid)
+                best = getattr(self, "best_config", None)  # an autotuner's choice
+                if best is not None:
+                    entry["autotuned"] = str(best)
+                _launch_log.append(entry)
+            return result
+
+        return run
+
+    KernelInterface.__getitem__ = logged_getitem
+    _launch_hook_installed = True
+
+
+def call_logged(fn, inputs: dict):
+    """Call a provider once, returning (output, launches)."""
+    global _launch_log
+    _install_launch_hook()
+    _launch_log = []
+    try:
+        out = fn(inputs)
+        return out, list(_launch_log)
+    finally:
+        _launch_log = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Running problems
+# ---------------------------------------------------------------------------------------------
+def describe_inputs(inputs: dict) -> dict:
+    """Shape, strides, storage offset and dtype of every tensor input."""
+    out = {}
+    for name, t in inputs.items():
+        if hasattr(t, "stride"):
+            out[name] = {"shape": list(t.shape), "stride": list(t.stride()),
+                         "storage_offset": t.storage_offset(),
+                         "dtype": str(t.dtype).replace("torch.", ""),
+                         "contiguous": t.is_contiguous()}
+    return out
+
+
+def problem_seed(problem: Problem) -> int:
+    digest = hashlib.sha256(f"{problem.workshop}:{problem.experiment}:{problem.label}".encode())
+    return int.from_bytes(digest.digest()[:6], "little")
+
+
+def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan | None, flush,
+                report: Callable[[dict], None] | None = None) -> list[dict]:
+    """Gate, then (mode not None) time every provider of `problem`; one record per provider.
+
+    device: "cuda" or "cpu" (--dry-run: gate only). Never raises for a provider's error: it is
+    recorded with status "error".
+    """
+    import torch
+
+    records = []
+    generator = torch.Generator(device=device).manual_seed(problem_seed(problem))
+    base = {"workshop": problem.workshop, "experiment": problem.experiment,
+            "problem": problem.label, "params": problem.params, "metric": problem.metric,
+            "bytes": problem.bytes, "bytes_formula": problem.bytes_formula,
+            "flops": problem.flops, "flops_formula": problem.flops_formula,
+            "baseline": problem.baseline, "ceiling": problem.ceiling}
+    try:
+        inputs = problem.make_inputs(device, generator)
+    except Exception as exc:  # noqa: BLE001 - e.g. out of memory: record it, go on
+        for provider in problem.providers:
+            record = dict(base, **_provider_fields(provider), status="error",
+                          message=f"inputs: {type(exc).__name__}: {exc}")
+            records.append(record)
+            if report:
+                report(record)
+        return records
+    base["inputs"] = describe_inputs(inputs)
+    expected_default = None
+    for provider in problem.providers:
+        record = dict(base, **_provider_fields(provider))
+        records.append(record)
+        if provider.cuda_only and device != "cuda":
+            record.update(status="skipped", message="needs CUDA (pinned GPU backend)")
+            if report:
+                report(record)
+            continue
+        try:
+            if provider.reference is not None:
+                expected = provider.reference(inputs)
+                rtol, atol = provider.tolerance or problem.tolerance(inputs)
+            else:
+                if expected_default is None:
+                    expected_default = problem.reference(inputs)
+                expected = expected_default
+                rtol, atol = problem.tolerance(inputs)
+            out, launches = call_logged(provider.fn, inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            result = gate(out, expected, rtol, atol)
+            del out
+            record["launches"] = launches
+            record["gate"] = {"rtol": rtol, "atol": atol, **result}
+            if provider.reference is not None:
+                del expected
+            if not result["ok"]:
+                record.update(status="failed", message=result["message"])
+            elif mode is None:
+                record.update(status="ok")
+            else:
+                fn = _bind(provider.fn, inputs)
+                timed = time_events(fn, plan, flush) if mode == "events" else time_graph(fn, plan)
+                record.update(status="ok", mode=mode, **timed)
+        except Exception as exc:  # noqa: BLE001 - a provider may fail in any way; keep going
+            record.update(status="error", message=f"{type(exc).__name__}: {_short(exc)}")
+            if device == "cuda":
+                torch.cuda.synchronize()
+        if report:
+            report(record)
+    del inputs, expected_default
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return records
+
+
+def _bind(fn, inputs):
+    return lambda: fn(inputs)
+
+
+def _short(exc: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _provider_fields(provider: Provider) -> dict:
+    return {"provider": provider.name, "label": provider.label, "role": provider.role,
+            "knobs": provider.knobs, "note": provider.note,
+            "bytes_moved": provider.bytes_moved, "bytes_moved_formula": provider.bytes_moved_formula}
+
+
+# ---------------------------------------------------------------------------------------------
+# Results files: gzipped JSON, one header + every record with every sample
+# ---------------------------------------------------------------------------------------------
+def save(path: Path, header: dict, records: list[dict]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"header": header, "records": records}
+    text = json.dumps(payload, separators=(",", ":"), default=str)
+    # mtime=0: the same results give the same bytes
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+        f.write(text.encode())
+    return path
+
+
+def load(path: Path) -> dict:
+    """Read a results file (gzipped or plain JSON)."""
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return json.loads(data.decode())
+
+
+def default_path(header: dict) -> Path:
+    gpu = "".join(c if c.isalnum() else "-" for c in (header.get("gpu") or header["device"]))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return RESULTS_DIR / f"bench-{header['mode']}-{header['scale']}-{gpu.strip('-')}-{stamp}.json.gz"
+
+
+def progress_line(i: int, n: int, record: dict, started: float) -> str:
+    """One line per provider: where we are, what ran, what it reached."""
+    head = f"[{i:>4}/{n}] {time.perf_counter() - started:6.0f}s {record['workshop']}/" \
+           f"{record['experiment']} {record['problem']}  {record['label']}"
+    status = record.get("status")
+    if status != "ok":
+        return f"{head}: {status.upper()} {record.get('message', '')}"
+    samples = record.get("samples_ms")
+    if not samples:
+        gate_info = record.get("gate", {})
+        return f"{head}: gate ok (worst {gate_info.get('max_ratio', 0):.2g} of tolerance)"
+    med = summarize(samples)["median"]
+    return f"{head}: {med * 1e3:9.1f} us  {throughput_text(record, med)}"
+
+
+def throughput_text(record: dict, ms: float) -> str:
+    if record["metric"] == "flops":
+        return f"{tflop_per_s(record['flops'], ms):7.1f} TFLOP/s"
+    return f"{tb_per_s(record['bytes'], ms):6.3f} TB/s"
+
+
+def summary_table(records: list[dict], ceiling_tb_s: float | None = None) -> str:
+    """Plain-text table printed at the end of a run: one line per problem."""
+    lines = []
+    by_problem: dict[tuple, list[dict]] = {}
+    for r in records:
+        by_problem.setdefault((r["workshop"], r["experiment"], r["problem"]), []).append(r)
+    current = None
+    for (workshop, experiment, problem), group in by_problem.items():
+        if (workshop, experiment) != current:
+            current = (workshop, experiment)
+            lines.append(f"\n{workshop} / {experiment}")
+        cells = []
+        medians = {}  # by label: a sweep has several "ours" with different knobs
+        for r in group:
+            if r.get("status") == "ok" and r.get("samples_ms"):
+                med = summarize(r["samples_ms"])["median"]
+                medians[r["label"]] = med
+                cells.append(f"{r['label']} {throughput_text(r, med).strip()}")
+            else:
+                cells.append(f"{r['label']} {r.get('status', '?').upper()}")
+        ours = [r["label"] for r in group if r["role"] == OURS and r["label"] in medians]
+        base = group[0].get("baseline")
+        ratio = ""
+        if len(ours) == 1 and base in medians:
+            ratio = f"  ours/{base} {medians[base] / medians[ours[0]]:.2f}x"
+        if len(ours) == 1 and ceiling_tb_s and group[0]["metric"] == "bandwidth":
+            bw = tb_per_s(group[0]["bytes"], medians[ours[0]])
+            ratio += f"  of copy {bw / ceiling_tb_s:.2f}"
+        lines.append(f"  {problem}: " + " | ".join(cells) + ratio)
+    return "\n".join(lines)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,63 @@
+"""The bug zoo: each planted classic mistake is caught by the check that should catch it,
+with the hint that names it.
+
+In CI each mutant runs the check that must catch it (a full check set per mutant would cost
+most of the CI budget); BUGZOO_FULL=1 runs every check of the workshop against each mutant, as
+the GPU validation does, and still asserts the named check is among the failures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+
+import pytest
+
+from checks import catalog
+from tests.bugs import plant
+from tests.helpers import ROOT, load_json, run_checks
+
+FULL = os.environ.get("BUGZOO_FULL") == "1"
+
+
+def _all_bugs():
+    for workshop in catalog.WORKSHOP_IDS:
+        try:
+            module = importlib.import_module(f"tests.bugs.{workshop}")
+        except ModuleNotFoundError:
+            continue
+        for bug in module.BUGS:
+            yield pytest.param(workshop, bug, id=f"{workshop}-{bug.name}")
+
+
+@pytest.mark.parametrize("workshop,bug", list(_all_bugs()))
+def test_planted_bug_is_caught_with_its_hint(workshop, bug, tmp_path):
+    mutant = plant(workshop, bug, tmp_path / "impl")
+    out = tmp_path / "run.json"
+    only = [] if FULL else ["--only", bug.check]
+    done = run_checks("run", workshop, "--impl", str(mutant), "--device", "interpreter",
+                      "--json", str(out), *only)
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    results = load_json(out)["results"]
+    caught = [r for r in results if r["check"] == bug.check and r["outcome"] == "FAIL"]
+    assert caught, f"{bug.name}: check {bug.check} did not FAIL"
+    hints = [r["hint"] for r in caught]
+    assert any(bug.hint in h for h in hints), f"{bug.name}: hints were {sorted(set(hints))}"
+    assert done.returncode == 1
+    _record(workshop, bug, caught)
+
+
+def test_every_workshop_plants_bugs():
+    for workshop in catalog.WORKSHOP_IDS:
+        module = importlib.import_module(f"tests.bugs.{workshop}")
+        assert len(module.BUGS) >= 3, workshop
+
+
+def _record(workshop, bug, caught):
+    """Append the catch to build/evidence/bugzoo-interpreter.jsonl for the validation report."""
+    path = ROOT / "build" / "evidence" / "bugzoo-interpreter.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps({"workshop": workshop, "bug": bug.name, "check": bug.check,
+                            "hint": caught[0]["hint"], "caught": True}) + "\n")
