@@ -19,7 +19,6 @@ setup: $(STAMP)
 # build of torch and the Triton it pins.
 $(STAMP): requirements/lock.txt requirements/torch-cpu.txt requirements/torch-gpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
 	    $(PY) -m pip install --quiet -r requirements/torch-gpu.txt; \
 	else \
