@@ -65,6 +65,7 @@ class Provider:
     bytes_moved: int | None = None  # this provider's real traffic when it differs from bytes
     bytes_moved_formula: str = ""
     cuda_only: bool = False  # skipped by --dry-run on the CPU (e.g. SDPA backends pinned)
+    state: dict = field(default_factory=dict)  # what fn found out when run (saved, e.g. a path)
 
     @property
     def label(self) -> str:
@@ -376,16 +377,12 @@ def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan |
 
     records = []
     generator = torch.Generator(device=device).manual_seed(problem_seed(problem))
-    base = {"workshop": problem.workshop, "experiment": problem.experiment,
-            "problem": problem.label, "params": problem.params, "metric": problem.metric,
-            "bytes": problem.bytes, "bytes_formula": problem.bytes_formula,
-            "flops": problem.flops, "flops_formula": problem.flops_formula,
-            "baseline": problem.baseline, "ceiling": problem.ceiling}
+    base = problem_fields(problem)
     try:
         inputs = problem.make_inputs(device, generator)
     except Exception as exc:  # noqa: BLE001 - e.g. out of memory: record it, go on
         for provider in problem.providers:
-            record = dict(base, **_provider_fields(provider), status="error",
+            record = dict(base, **provider_fields(provider), status="error",
                           message=f"inputs: {type(exc).__name__}: {exc}")
             records.append(record)
             if report:
@@ -394,7 +391,7 @@ def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan |
     base["inputs"] = describe_inputs(inputs)
     expected_default = None
     for provider in problem.providers:
-        record = dict(base, **_provider_fields(provider))
+        record = dict(base, **provider_fields(provider))
         records.append(record)
         if provider.cuda_only and device != "cuda":
             record.update(status="skipped", message="needs CUDA (pinned GPU backend)")
@@ -431,6 +428,8 @@ def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan |
             record.update(status="error", message=f"{type(exc).__name__}: {_short(exc)}")
             if device == "cuda":
                 torch.cuda.synchronize()
+        if provider.state:
+            record["state"] = dict(provider.state)
         if report:
             report(record)
     del inputs, expected_default
@@ -448,7 +447,16 @@ def _short(exc: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def _provider_fields(provider: Provider) -> dict:
+def problem_fields(problem: Problem) -> dict:
+    """What every record of a problem repeats: where it belongs, its sizes and formulas."""
+    return {"workshop": problem.workshop, "experiment": problem.experiment,
+            "problem": problem.label, "params": problem.params, "metric": problem.metric,
+            "bytes": problem.bytes, "bytes_formula": problem.bytes_formula,
+            "flops": problem.flops, "flops_formula": problem.flops_formula,
+            "baseline": problem.baseline, "ceiling": problem.ceiling}
+
+
+def provider_fields(provider: Provider) -> dict:
     return {"provider": provider.name, "label": provider.label, "role": provider.role,
             "knobs": provider.knobs, "note": provider.note,
             "bytes_moved": provider.bytes_moved, "bytes_moved_formula": provider.bytes_moved_formula}

@@ -14,7 +14,7 @@ names it.
 
 from __future__ import annotations
 
-from checks.core import Case, register
+from checks.core import Case, CheckFailed, register
 
 W = "split_softmax"
 DTYPES = ("float16", "bfloat16", "float32")
@@ -292,8 +292,16 @@ def stats_merge(ctx, impl, case):
     m_in, s_in = m_in.to(ctx.torch_device), s_in.to(ctx.torch_device)
     if case.layout != "contiguous":
         m_in, s_in = _layout_view(m_in, case.layout), _layout_view(s_in, case.layout)
-    m_row, s_row = _call_stats(ctx, impl.merge_stats, m_in, s_in, expect_shape=(case.rows,),
-                               label="merge_stats(m, s)")
+    try:
+        m_row, s_row = _call_stats(ctx, impl.merge_stats, m_in, s_in, expect_shape=(case.rows,),
+                                   label="merge_stats(m, s)")
+    except CheckFailed as exc:
+        if "out-of-bounds" not in exc.message:
+            raise
+        raise CheckFailed(exc.message, hint=(
+            "merge_stats read outside the (M, C) buffers: mask the chunk lanes (c < n_chunks) "
+            "and step between rows with the row strides; stepping rows with the column stride "
+            "reads another row's statistics")) from exc
     m_cpu, s_cpu = _merge_cpu(ctx, m32.double(), s32.double())
     diagnose = _merge_diagnoses(m32.double(), s32.double())
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
@@ -470,7 +478,8 @@ def chunk_invariance(ctx, impl, case):
         # Two float32 sums of the same terms, grouped differently: within 2x the check's bound.
         ctx.assert_close(s_row, s0.double(), name=f"s_row, {what}", rtol=2 * STAT_RTOL, atol=0.0,
                          diagnose=[lambda g, e, b: "the denominator depends on the chunk size: "
-                                   "partial denominators not rescaled, or a tail not masked?"])
+                                   "the merge or the last chunk's mask is wrong (stats.merge and "
+                                   "stats.partial name the cause)"])
         # Each output is within tolerance of float64 (forward.values); two of them may differ
         # by both errors: twice the output tolerance.
         from checks.compare import tolerance_for
@@ -496,7 +505,8 @@ def forward_launches(ctx, impl, case):
     if any(word not in name for word, name in zip(order, log)):
         ctx.fail(f"launch order {log}; expected partial_stats_kernel, merge_stats_kernel, "
                  "normalize_kernel", hint="the three stages run in order on one stream")
-    ctx.assert_close(y, _softmax64(x), name="split_softmax(x)")
+    ctx.assert_close(y, _softmax64(x), name="split_softmax(x)",
+                     diagnose=_output_diagnoses(x, _chunk_for(impl, case, x), "float32"))
 
 
 @register(W, "forward.fresh", tier="kernel", uses=STAGES,
@@ -510,7 +520,8 @@ def forward_fresh(ctx, impl, case):
     if y1.data_ptr() == y2.data_ptr():
         ctx.fail("two calls returned the same output tensor",
                  hint="outputs must be freshly allocated on every call (no cached buffer)")
-    ctx.assert_close(y2, _softmax64(x), name="split_softmax(x), second call")
+    ctx.assert_close(y2, _softmax64(x), name="split_softmax(x), second call",
+                     diagnose=_output_diagnoses(x, 16, case.dtype))
 
 
 def _extreme_cases(device: str) -> list[Case]:
@@ -546,9 +557,9 @@ def forward_extreme(ctx, impl, case):
         lambda g, e, bad: ("a chunk of only -inf gave NaN: its max is -inf and exp(-inf - (-inf)) "
                            "is NaN; shift by 0 when m = -inf so the chunk's state is (-inf, 0)"
                            if case.kind == "masked_chunk" and bool(g.isnan().any()) else None),
+    ] + _output_diagnoses(x, chunk, case.dtype) + [
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
-                           if bool(g.isnan().any() | g.isinf().any()) else None),
-    ] + _output_diagnoses(x, chunk, case.dtype))
+                           if bool(g.isnan().any() | g.isinf().any()) else None)])
 
 
 @register(W, "bad_calls", tier="kernel", uses=STAGES,

@@ -191,9 +191,9 @@ def normalize_kernel(
                 other=-float("inf")).to(tl.float32)
     m_row = tl.load(m_row_ptr + row)
     s_row = tl.load(s_row_ptr + row)
-    # TODO(normalize): compute `y`, the softmax of this chunk's values, in float32, with the
-    # row's merged statistics (not this chunk's own maximum: every chunk of a row must use the
-    # same m_row and s_row).
+    # TODO(normalize): compute `y` = exp(x - m_row) / s_row in float32, with the row's merged
+    # statistics (not this chunk's own maximum: every chunk of a row must use the same m_row and
+    # s_row). Divide once per program (1 / s_row) and multiply per element: a multiply is cheaper.
     pass
     tl.store(y_ptr + row * stride_ym + cols * stride_yn, y.to(y_ptr.dtype.element_ty), mask=in_row)
 

@@ -53,27 +53,6 @@ _FLOAT32_MAX = 3.4028234663852886e38
 # Kernel
 # ---------------------------------------------------------------------------------------------
 @triton.jit
-def _load_rows(src, head, start, n_rows, stride_r, stride_c,
-               BLOCK: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr,
-               USE_TMA: tl.constexpr):
-    """Rows [start, start + BLOCK) of one head as a (BLOCK, HEAD_DIM) tile; rows >= n_rows are 0."""
-    if USE_TMA:
-        # A TMA descriptor knows the tensor's shape: rows past the end arrive as zeros.
-        tile = src.load([head, start, 0]).reshape([BLOCK, HEAD_DIM])
-    else:
-        rows = tl.arange(0, BLOCK)
-        cols = tl.arange(0, HEAD_DIM)
-        # The block's first row in int64 (a scalar: cheap); offsets inside the block in int32.
-        ptrs = (src + start.to(tl.int64) * stride_r
-                + rows[:, None] * stride_r + cols[None, :] * stride_c)  # (BLOCK, HEAD_DIM)
-        if MASKED:
-            tile = tl.load(ptrs, mask=(start + rows)[:, None] < n_rows, other=0.0)
-        else:
-            tile = tl.load(ptrs)  # every row is inside: no mask, no predicate per lane
-    return tile
-
-
-@triton.jit
 def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_ctx, qk_scale,
                        stride_kn, stride_kd, stride_vn, stride_vd,
                        BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr,
@@ -83,17 +62,28 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
     """Fold key blocks [lo, hi) into the running (acc, l_i, m_i) of this program's rows.
 
     MASKED is a compile-time flag: the unmasked stage pays for no comparisons at all.
+    k_src and v_src point at this head's first row (or are TMA descriptors).
     """
     offs_n0 = tl.arange(0, BLOCK_N)
+    cols = tl.arange(0, HEAD_DIM)
+    # Offsets inside one (BLOCK_N, HEAD_DIM) tile, computed once; each step adds its first row.
+    k_offs = offs_n0[:, None] * stride_kn + cols[None, :] * stride_kd
+    v_offs = offs_n0[:, None] * stride_vn + cols[None, :] * stride_vd
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         start_n = tl.multiple_of(start_n, BLOCK_N)
-        k = _load_rows(k_src, head, start_n, n_ctx, stride_kn, stride_kd,
-                       BLOCK_N, HEAD_DIM, MASKED, USE_TMA)  # (BLOCK_N, HEAD_DIM)
+        offs_n = start_n + offs_n0  # (BLOCK_N,) the keys of this step
+        # -- load the key tile (BLOCK_N, HEAD_DIM); keys past N read as 0 ----------------------
+        if USE_TMA:
+            k = k_src.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        elif MASKED:
+            k = tl.load(k_src + start_n.to(tl.int64) * stride_kn + k_offs,
+                        mask=offs_n[:, None] < n_ctx, other=0.0)
+        else:
+            k = tl.load(k_src + start_n.to(tl.int64) * stride_kn + k_offs)
         if UPCAST_DOT:
-            k = k.to(tl.float32)  # Triton's interpreter has no bfloat16 tl.dot
+            k = k.to(tl.float32)  # interpreter only: see UPCAST_DOT
         s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N) fp32
         if MASKED:
-            offs_n = start_n + offs_n0
             # EXERCISE attention, attention_heads: build `keep` (BLOCK_M, BLOCK_N): key j is kept
             # when it exists (j < n_ctx) and, if IS_CAUSAL, when it is not after the row
             # (row >= j: a row sees its own key, the diagonal). Set dropped scores to -inf.
@@ -102,20 +92,26 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
                 keep = keep & (offs_m[:, None] >= offs_n[None, :])
             s = tl.where(keep, s, -float("inf"))
             # END EXERCISE
+        # -- load the value tile (BLOCK_N, HEAD_DIM) -------------------------------------------
+        if USE_TMA:
+            v = v_src.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        elif MASKED:
+            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs,
+                        mask=offs_n[:, None] < n_ctx, other=0.0)
+        else:
+            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs)
+        if UPCAST_DOT:
+            v = v.to(tl.float32)  # interpreter only: see UPCAST_DOT
         # EXERCISE attention, attention_heads: the online softmax update, in log2 units.
         # m_new: the running max of s * qk_scale; p = exp2(s * qk_scale - m_new); alpha =
         # exp2(m_i - m_new). Rescale BOTH acc and l_i by alpha, then acc += p @ v (p cast to
-        # v's dtype for the tensor cores) and l_i += row sums of p; finally m_i = m_new.
+        # v's dtype for the tensor cores, tl.dot(..., acc, input_precision=DOT_PRECISION)) and
+        # l_i += row sums of p; finally m_i = m_new.
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,)
         p = tl.math.exp2(s * qk_scale - m_new[:, None])  # (BLOCK_M, BLOCK_N), one FMA per score
         alpha = tl.math.exp2(m_i - m_new)  # (BLOCK_M,) <= 1: the old terms shrink
         acc = acc * alpha[:, None]
-        v = _load_rows(v_src, head, start_n, n_ctx, stride_vn, stride_vd,
-                       BLOCK_N, HEAD_DIM, MASKED, USE_TMA)  # (BLOCK_N, HEAD_DIM)
-        if UPCAST_DOT:
-            acc = tl.dot(p, v.to(tl.float32), acc)
-        else:
-            acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32 accumulate
         l_i = l_i * alpha + tl.sum(p, 1)
         m_i = m_new
         # END EXERCISE
@@ -137,7 +133,8 @@ def attention_kernel(
     IS_CAUSAL: tl.constexpr,  # row i sees keys 0..i
     USE_TMA: tl.constexpr,  # tiles move through Hopper TMA descriptors instead of pointers
     WARP_SPECIALIZE: tl.constexpr,  # let the compiler split loads, MMAs and softmax into warps
-    UPCAST_DOT: tl.constexpr,  # interpreter + bfloat16: run tl.dot in fp32
+    UPCAST_DOT: tl.constexpr,  # interpreter + 16-bit inputs: run tl.dot in fp32 (no bf16 dot
+                               # there; numpy's fp16 matmul is ~100x slower than fp32)
     DOT_PRECISION: tl.constexpr,  # "ieee" for fp32 inputs (no TF32 rounding), else "tf32"
 ):
     head = tl.program_id(1)
@@ -157,8 +154,12 @@ def attention_kernel(
         k_src = k_ptr + head.to(tl.int64) * stride_kh
         v_src = v_ptr + head.to(tl.int64) * stride_vh
     # q stays in registers (or shared memory) for the whole key loop; rows past N load as 0.
-    q = _load_rows(q_src, head, start_m * BLOCK_M, n_ctx, stride_qm, stride_qd,
-                   BLOCK_M, HEAD_DIM, True, USE_TMA)  # (BLOCK_M, HEAD_DIM)
+    if USE_TMA:
+        q = q_src.load([head, start_m * BLOCK_M, 0]).reshape([BLOCK_M, HEAD_DIM])
+    else:
+        cols = tl.arange(0, HEAD_DIM)
+        q = tl.load(q_src + offs_m[:, None] * stride_qm + cols[None, :] * stride_qd,
+                    mask=offs_m[:, None] < n_ctx, other=0.0)  # (BLOCK_M, HEAD_DIM)
     if UPCAST_DOT:
         q = q.to(tl.float32)
 
@@ -192,15 +193,15 @@ def attention_kernel(
     # EXERCISE attention, attention_heads: divide the numerator by the denominator, once, and
     # store the tile rounded to out's dtype. Rows past N must not be written.
     out = acc / l_i[:, None]  # (BLOCK_M, HEAD_DIM)
-    out = out.to(out_ptr.dtype.element_ty)
     if USE_TMA:
         # The descriptor clips rows past N by itself.
-        out_ptr.store([head, start_m * BLOCK_M, 0], out.reshape([1, BLOCK_M, HEAD_DIM]))
+        out_ptr.store([head, start_m * BLOCK_M, 0],
+                      out.to(out_ptr.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
     else:
         cols = tl.arange(0, HEAD_DIM)
         o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
                   + offs_m[:, None] * stride_om + cols[None, :] * stride_od)
-        tl.store(o_ptrs, out, mask=offs_m[:, None] < n_ctx)
+        tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
     # END EXERCISE
 
 
@@ -248,14 +249,25 @@ def _sweep_configs() -> list[dict]:
 CONFIGS: list[dict] = _sweep_configs()
 
 
-def _check_knobs(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool) -> dict:
-    unknown = sorted(set(knobs) - {"block_m", "block_n", "num_warps", "num_stages", "tma",
-                                   "warp_specialize"})
+_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "warp_specialize")
+
+
+def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int) -> dict:
+    """The launch configuration: defaults for (d, dtype), overridden by the caller's knobs."""
+    unknown = sorted(set(knobs) - set(_KNOBS))
     if unknown:
-        raise TypeError(f"unknown keyword argument(s) {unknown}; the launch knobs are block_m, "
-                        "block_n, num_warps, num_stages, tma, warp_specialize")
+        raise TypeError(f"unknown keyword argument(s) {unknown}; the launch knobs are "
+                        f"{', '.join(_KNOBS)}")
+    explicit = {name: value for name, value in knobs.items() if value is not None}
     config = default_config(head_dim, dtype)
-    config.update({name: value for name, value in knobs.items() if value is not None})
+    # Default blocks longer than the sequence only add masked work: shrink them to N (at least
+    # 16, the smallest tl.dot tile). Explicit knobs are kept as given.
+    fit = max(16, triton.next_power_of_2(max(n_ctx, 1)))
+    config["block_m"] = min(config["block_m"], fit)
+    config["block_n"] = min(config["block_n"], fit)
+    config.update(explicit)
+    if "block_n" not in explicit and isinstance(config["block_m"], int):
+        config["block_n"] = min(config["block_n"], config["block_m"])
     check_power_of_two("block_m", config["block_m"], 16, 256)
     check_power_of_two("block_n", config["block_n"], 16, 256)
     check_power_of_two("num_warps", config["num_warps"], 1, 16)
@@ -336,21 +348,11 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
         USE_TMA=config["tma"], WARP_SPECIALIZE=config["warp_specialize"],
-        UPCAST_DOT=interpreting() and q.dtype == torch.bfloat16,
+        UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=config["num_warps"], num_stages=config["num_stages"],
     )
     return out
-
-
-def _shrink_for_short_sequences(config: dict, knobs: dict, n_ctx: int) -> dict:
-    """Default blocks larger than N only add masked work: shrink them (explicit knobs stay)."""
-    fit = max(16, triton.next_power_of_2(max(n_ctx, 1)))
-    if knobs.get("block_m") is None:
-        config["block_m"] = min(config["block_m"], fit)
-    if knobs.get("block_n") is None:
-        config["block_n"] = min(config["block_n"], config["block_m"], fit)
-    return config
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
@@ -366,8 +368,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     """
     _check_inputs(q, k, v, 2, causal)
     scale = _check_scale(scale, q.shape[-1])
-    config = _check_knobs(knobs, q.shape[-1], q.dtype, causal)
-    config = _shrink_for_short_sequences(config, knobs, q.shape[0])
+    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[0])
     # One head is the H = 1 case of the batched kernel: q[None] is a view, not a copy.
     return _launch(q[None], k[None], v[None], causal, scale, config)[0]
 
@@ -381,8 +382,7 @@ def attention_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     """
     _check_inputs(q, k, v, 3, causal)
     scale = _check_scale(scale, q.shape[-1])
-    config = _check_knobs(knobs, q.shape[-1], q.dtype, causal)
-    config = _shrink_for_short_sequences(config, knobs, q.shape[1])
+    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[1])
     return _launch(q, k, v, causal, scale, config)
 
 

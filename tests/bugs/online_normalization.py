@@ -26,4 +26,8 @@ BUGS = [
         find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
         replace="s = (a.s + b.s * math.exp(b.m - a.m)) * math.exp(a.m - m)",
         check="merge.commutative", hint="merge not symmetric"),
+    # A convenience import that drags torch (and its CUDA runtime) into a NumPy-only module.
+    Bug("imports_torch", find="import numpy as np\n",
+        replace="import numpy as np\nimport torch  # noqa: F401\n",
+        check="imports.numpy_only", hint="numpy only"),
 ]

@@ -1,0 +1,206 @@
+"""Evidence the validation report counts that the check JSON does not hold by itself.
+
+    python3 -m benchmarks bugzoo [ids] --device cuda --out benchmarks/results/bugzoo-cuda.json
+    python3 -m benchmarks badcalls [ids] --device cuda --out benchmarks/results/badcalls-cuda.json
+
+bugzoo: every planted bug of tests/bugs/<id>.py is written into a copy of the references and
+the check that must catch it runs against the mutant (on a GPU in a fresh process per bug, so a
+bug that corrupts GPU memory cannot poison the next one; under the interpreter in this process). Caught = that check FAILs with a hint containing the
+bug's hint, the rule of tests/test_bug_zoo.py.
+
+badcalls: the checks that call `ctx.expect_error` run against the references with a counter
+around `expect_error`, so the report can say how many bad calls each check tries and how many
+were refused as the contract asks (TypeError/ValueError naming the argument, before any launch).
+
+Formats: see benchmarks/README.md. Both files carry the provenance header of checks/provenance.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from checks import catalog, provenance
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SEED = 1234  # fixed, so a rerun tries the same inputs
+
+
+def main(command: str, workshops: list[str], device: str, out: str) -> int:
+    from checks import device as devices
+    from checks.device import DeviceError
+
+    try:
+        chosen = devices.select(device)
+    except DeviceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    workshops = workshops or list(catalog.WORKSHOP_IDS)
+    payload = bugzoo(workshops, chosen) if command == "bugzoo" else badcalls(workshops, chosen)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Planted bugs
+# ---------------------------------------------------------------------------------------------
+def bugzoo(workshops: list[str], device: str) -> dict:
+    from tests.bugs import plant
+
+    rows, sources = [], []
+    for workshop in workshops:
+        try:
+            module = importlib.import_module(f"tests.bugs.{workshop}")
+        except ModuleNotFoundError:
+            continue
+        sources += [REPO_ROOT / "tests" / "bugs" / f"{workshop}.py",
+                    REPO_ROOT / "references" / f"{workshop}.py",
+                    REPO_ROOT / "checks" / f"{workshop}.py"]
+        for bug in module.BUGS:
+            rows.append(_try_bug(workshop, bug, device, plant))
+            _log(f"{'caught' if rows[-1]['caught'] else 'MISSED'}  {workshop}/{bug.name} "
+                 f"({bug.check})")
+    header = provenance.header(device, "references + planted bugs",
+                               [p for p in sources if p.is_file()])
+    header.update(kind="bugzoo", seed=SEED)
+    return {"header": header, "bugs": rows}
+
+
+def _try_bug(workshop, bug, device, plant) -> dict:
+    row = {"workshop": workshop, "bug": bug.name, "check": bug.check, "hint": bug.hint,
+           "caught": False, "outcome": None, "got_hint": "", "message": ""}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            mutant = plant(workshop, bug, Path(tmp) / "impl")
+        except AssertionError as exc:  # the bug's `find` no longer matches the reference
+            row["message"] = f"could not plant: {exc}"
+            return row
+        if device == "cuda":
+            results, error = _run_fresh_process(workshop, mutant, bug.check, device, Path(tmp))
+        else:
+            results, error = _run_here(workshop, mutant, bug.check, device)
+    if error:
+        row["message"] = error
+        return row
+    results = [r for r in results if r["check"] == bug.check]
+    failing = [r for r in results if r["outcome"] == "FAIL"]
+    hinted = [r for r in failing if bug.hint in (r.get("hint") or "")]
+    chosen = (hinted or failing or results or [{}])[0]
+    row.update(caught=bool(hinted), outcome=chosen.get("outcome"), got_hint=chosen.get("hint", ""),
+               message=((chosen.get("message") or "").splitlines() or [""])[0][:300])
+    if not results:
+        row["message"] = f"check {bug.check!r} did not run (renamed?)"
+    return row
+
+
+def _run_here(workshop, mutant, check, device):
+    """Under the interpreter: in this process (out-of-bounds accesses raise cleanly there)."""
+    from checks import runner
+
+    the_run = runner.run([workshop], impl=str(mutant), device=device, seed=SEED, only=check)
+    return [r.to_json() for r in the_run.results], ""
+
+
+def _run_fresh_process(workshop, mutant, check, device, tmp):
+    """On a GPU: a fresh process per mutant, so a bug that faults cannot poison the next run."""
+    out = tmp / "run.json"
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "checks", "run", workshop, "--impl", str(mutant),
+             "--device", device, "--only", check, "--seed", str(SEED), "--json", str(out)],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return [], "the check run did not finish within 600 s"
+    if not out.is_file():
+        return [], f"no results (exit {done.returncode}): {done.stderr[-500:]}"
+    return json.loads(out.read_text())["results"], ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad calls
+# ---------------------------------------------------------------------------------------------
+def badcalls(workshops: list[str], device: str) -> dict:
+    """Run every check that calls ctx.expect_error, counting the calls and the refusals."""
+    from checks import core, loader, runner
+    from checks.context import CheckContext
+    from checks.core import CheckFailed
+
+    counts: dict[str, dict] = {}
+    current: list[str] = [""]  # the check running now (set by the wrappers below)
+    original = CheckContext.expect_error
+
+    def counted(self, fn, *args, **kwargs):
+        entry = counts.setdefault(current[0], {"calls": 0, "refused": 0, "what": []})
+        entry["calls"] += 1
+        entry["what"].append(kwargs.get("what") or getattr(fn, "__name__", "call"))
+        try:
+            original(self, fn, *args, **kwargs)
+        except CheckFailed:
+            raise
+        entry["refused"] += 1
+
+    def tag(fn, key):
+        def tagged(ctx, impl, case):
+            current[0] = key
+            return fn(ctx, impl, case)
+        return tagged
+
+    rows = []
+    implementation = loader.resolve("references")
+    CheckContext.expect_error = counted
+    try:
+        for workshop in workshops:
+            everything = core.checks_for(workshop)
+            chosen = [c for c in everything if "expect_error" in _source(c.fn)]
+            if not chosen:
+                continue
+            saved = [(c, c.fn) for c in chosen]
+            # Run only the chosen checks: the registry holds just them for this one run.
+            core._REGISTRY[workshop] = chosen
+            for c in chosen:
+                c.fn = tag(c.fn, f"{workshop}/{c.id}")
+            try:
+                the_run = runner.run([workshop], impl="references", device=device, seed=SEED)
+            finally:
+                core._REGISTRY[workshop] = everything
+                for c, fn in saved:
+                    c.fn = fn
+            for c in chosen:
+                key = f"{workshop}/{c.id}"
+                outcomes = [r.outcome for r in the_run.results if r.check == c.id]
+                entry = counts.get(key, {"calls": 0, "refused": 0, "what": []})
+                rows.append({"workshop": workshop, "check": c.id, "tier": c.tier,
+                             "cases": len(outcomes),
+                             "outcomes": {o: outcomes.count(o) for o in sorted(set(outcomes))},
+                             **entry})
+                _log(f"{key}: {entry['calls']} bad calls tried, {entry['refused']} refused, "
+                     f"outcomes {rows[-1]['outcomes']}")
+    finally:
+        CheckContext.expect_error = original
+    files = [p for w in workshops for p in loader.source_files(w, implementation) if p.is_file()]
+    files += [REPO_ROOT / "checks" / f"{w}.py" for w in workshops
+              if (REPO_ROOT / "checks" / f"{w}.py").is_file()]
+    header = provenance.header(device, "references", list(dict.fromkeys(files)))
+    header.update(kind="badcalls", seed=SEED)
+    return {"header": header, "checks": rows}
+
+
+def _source(fn) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""

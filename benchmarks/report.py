@@ -1,0 +1,873 @@
+"""From saved evidence to tables, goals, figures and the generated parts of validation_report.md.
+
+Every number comes from a file under benchmarks/results/:
+- benchmark runs (`python3 -m benchmarks run ... --out X.json.gz`, header kind "benchmark"),
+- check runs (`python -m checks run --json checks-<device>-<date>.json`),
+- planted bugs (`python3 -m benchmarks bugzoo --out bugzoo-<device>.json`),
+- bad calls (`python3 -m benchmarks badcalls --out badcalls-<device>.json`).
+Files are recognised by their content, not their names. `generate()` returns the generated
+sections as text and depends on nothing but those files and the goals declared in the benchmark
+modules, so tests/test_benchmarks.py can regenerate them in memory and compare. matplotlib is
+imported only to draw figures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from benchmarks import harness
+from checks import catalog, provenance
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+REPORT_PATH = REPO_ROOT / "validation_report.md"
+FIGURES_DIR = REPO_ROOT / "book" / "figures"
+SECTIONS = ("evidence", "checks", "bad-calls", "bug-zoo", "benchmarks", "sweeps")
+MODES = ("events", "graph")
+NO_GPU = "No GPU evidence yet"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and choosing evidence
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class EvidenceFile:
+    name: str  # file name inside the results folder
+    kind: str  # benchmark, checks, bugzoo, badcalls
+    data: dict
+
+    @property
+    def header(self) -> dict:
+        return self.data.get("header", {})
+
+    @property
+    def when(self) -> tuple:
+        return (_parse_date(self.header.get("date")), self.name)
+
+
+@dataclass
+class Evidence:
+    files: list[EvidenceFile] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[EvidenceFile]:
+        return sorted((f for f in self.files if f.kind == kind), key=lambda f: f.when)
+
+
+def _parse_date(text) -> datetime:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z").replace(tzinfo=None)
+    except (TypeError, ValueError):
+        return datetime.min
+
+
+def classify(data: dict) -> str | None:
+    header = data.get("header") if isinstance(data, dict) else None
+    if not isinstance(header, dict):
+        return None
+    kind = header.get("kind")
+    if kind == "benchmark":
+        # a dry run is a CPU gate, not evidence of speed
+        return "benchmark" if header.get("mode") in MODES else None
+    if kind in ("bugzoo", "badcalls"):
+        return kind
+    if "results" in data and "counts" in data:
+        return "checks"
+    return None
+
+
+def load_evidence(results_dir: Path | str | None = None) -> Evidence:
+    folder = Path(results_dir) if results_dir else harness.RESULTS_DIR
+    evidence = Evidence()
+    if not folder.is_dir():
+        return evidence
+    for path in sorted(folder.iterdir()):
+        if not (path.name.endswith(".json") or path.name.endswith(".json.gz")):
+            continue
+        try:
+            data = harness.load(path)
+        except (OSError, ValueError, EOFError) as exc:
+            evidence.unreadable.append(f"{path.name}: {exc}")
+            continue
+        kind = classify(data)
+        if kind:
+            evidence.files.append(EvidenceFile(path.name, kind, data))
+    return evidence
+
+
+def latest_checks(evidence: Evidence) -> dict[str, EvidenceFile]:
+    """The latest check run per device, preferring runs of the references."""
+    out: dict[str, EvidenceFile] = {}
+    for f in evidence.of_kind("checks"):
+        device = f.header.get("device", "?")
+        current = out.get(device)
+        is_ref = f.header.get("impl") == "references"
+        if current is None or is_ref or current.header.get("impl") != "references":
+            out[device] = f
+    return dict(sorted(out.items(), key=lambda item: _DEVICE_ORDER.get(item[0], 9)))
+
+
+_DEVICE_ORDER = {"cuda": 0, "interpreter": 1, "cpu": 2}
+
+
+def latest_of(evidence: Evidence, kind: str) -> dict[str, EvidenceFile]:
+    """The latest bugzoo/badcalls file per device."""
+    out = {f.header.get("device", "?"): f for f in evidence.of_kind(kind)}
+    return dict(sorted(out.items(), key=lambda item: _DEVICE_ORDER.get(item[0], 9)))
+
+
+def bench_runs(evidence: Evidence, mode: str, workshop: str, sweep: bool = False):
+    """(file, records of this workshop) from the latest run that has it: a full run is
+    preferred to a quick one; sweeps are chosen separately."""
+    best = None
+    for f in evidence.of_kind("benchmark"):
+        header = f.header
+        if header.get("mode") != mode or workshop not in header.get("workshops", []):
+            continue
+        scale = header.get("scale")
+        if sweep != (scale == "sweep") or scale not in ("full", "quick", "sweep"):
+            continue
+        rank = (scale != "quick", f.when)
+        if best is None or rank >= best[0]:
+            best = (rank, f)
+    if best is None:
+        return None, []
+    f = best[1]
+    return f, [r for r in f.data.get("records", []) if r.get("workshop") == workshop]
+
+
+def workshop_module(workshop: str):
+    try:
+        return importlib.import_module(f"benchmarks.{workshop}")
+    except ModuleNotFoundError:
+        return None
+
+
+def bench_workshops() -> list[str]:
+    return [w for w in catalog.WORKSHOP_IDS if workshop_module(w) is not None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers from records
+# ---------------------------------------------------------------------------------------------
+def median_ms(record: dict) -> float | None:
+    samples = record.get("samples_ms")
+    if record.get("status") != "ok" or not samples:
+        return None
+    return harness.summarize(samples)["median"]
+
+
+def throughput(record: dict, ms: float, own_bytes: bool = False) -> float:
+    """TB/s (bandwidth problems) or TFLOP/s (flops problems) at `ms` per call.
+
+    own_bytes: use the provider's real traffic (bytes_moved) where it declares one."""
+    if record["metric"] == "flops":
+        return harness.tflop_per_s(record["flops"], ms)
+    nbytes = record.get("bytes_moved") if own_bytes and record.get("bytes_moved") else record["bytes"]
+    return harness.tb_per_s(nbytes, ms)
+
+
+def unit(metric: str) -> str:
+    return "TFLOP/s" if metric == "flops" else "TB/s"
+
+
+def fmt_thr(value: float, metric: str) -> str:
+    if metric == "flops":
+        return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def fmt_us(ms: float) -> str:
+    us = ms * 1e3
+    return f"{us:.1f}" if us < 100 else f"{us:.0f}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}x"
+
+
+def group_problems(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    """{(experiment, problem label): records}, in the order of the run."""
+    out: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        out.setdefault((r["experiment"], r["problem"]), []).append(r)
+    return out
+
+
+def ours_of(group: list[dict]) -> dict | None:
+    return next((r for r in group if r["role"] == harness.OURS), None)
+
+
+def ratio_to(ours: dict, other: dict) -> float | None:
+    """ours' throughput / other's throughput (> 1: ours is faster). A ceiling provider that
+    moves other bytes than the problem (a copy of fewer tensors) counts its own bytes."""
+    mo, mx = median_ms(ours), median_ms(other)
+    if mo is None or mx is None:
+        return None
+    own = other["role"] == harness.CEILING
+    return throughput(ours, mo) / throughput(other, mx, own_bytes=own)
+
+
+def of_ceiling(ours: dict, ceiling_tb_s: float | None) -> float | None:
+    mo = median_ms(ours)
+    if mo is None or not ceiling_tb_s or ours["metric"] != "bandwidth":
+        return None
+    return throughput(ours, mo) / ceiling_tb_s
+
+
+# ---------------------------------------------------------------------------------------------
+# Goals
+# ---------------------------------------------------------------------------------------------
+def evaluate_goal(goal, records: list[dict], ceiling_tb_s: float | None) -> dict:
+    """Check one goal on every matching problem of one run: the worst case decides."""
+    values, failed = [], []
+    for (experiment, label), group in group_problems(records).items():
+        if experiment != goal.experiment or not goal.where(group[0]["params"]):
+            continue
+        ours = ours_of(group)
+        if ours is None:
+            continue
+        if ours.get("status") != "ok":
+            failed.append(f"{label}: ours {ours.get('status')}")
+            continue
+        if goal.measure == "of_ceiling":
+            value = of_ceiling(ours, ceiling_tb_s)
+        else:
+            other = next((r for r in group if r["provider"] == goal.against), None)
+            value = ratio_to(ours, other) if other else None
+        if value is not None:
+            values.append((value, label))
+    if failed:
+        return {"status": "not met", "worst": None, "where": "; ".join(failed[:3]),
+                "n": len(values) + len(failed), "detail": "ours did not pass the gate"}
+    if not values:
+        return {"status": "not measured", "worst": None, "where": "", "n": 0, "detail": ""}
+    worst, where = min(values)
+    met = worst >= goal.threshold
+    return {"status": "met" if met else "not met", "worst": worst, "where": where,
+            "n": len(values), "detail": ""}
+
+
+def goals_table(workshop: str, runs: dict) -> list[str]:
+    """runs: {mode: (file, records)}"""
+    module = workshop_module(workshop)
+    goals = getattr(module, "GOALS", [])
+    if not goals:
+        return ["No speed goal is set for this workshop."]
+    lines = ["| goal | mode | problems | worst case | value | needed | result |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for goal in goals:
+        for mode, (f, records) in runs.items():
+            if f is None:
+                lines.append(f"| {goal.text} | {mode} | 0 | | | {goal.threshold:g} | not measured |")
+                continue
+            ceiling = (f.header.get("ceiling") or {}).get("ceiling_tb_s")
+            res = evaluate_goal(goal, records, ceiling)
+            value = "" if res["worst"] is None else f"{res['worst']:.2f}"
+            result = {"met": "met", "not met": "**not met**"}.get(res["status"], res["status"])
+            if res["detail"]:
+                result += f" ({res['detail']})"
+            lines.append(f"| {goal.text} | {mode} | {res['n']} | {res['where']} | {value} | "
+                         f"{goal.threshold:g} | {result} |")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------------------------
+def _param_columns(groups: list[list[dict]]) -> tuple[list[str], dict]:
+    """Params that vary across the table's problems (columns) and those that do not."""
+    keys = list(dict.fromkeys(k for g in groups for k in g[0]["params"]))
+    varying, constant = [], {}
+    for k in keys:
+        values = {repr(g[0]["params"].get(k)) for g in groups}
+        if len(values) > 1:
+            varying.append(k)
+        else:
+            constant[k] = groups[0][0]["params"].get(k)
+    if "shape" in varying:  # GEMM: the shape string says M, N and K at once
+        varying = [k for k in varying if k not in ("M", "N", "K")]
+    return varying, constant
+
+
+def _cell(record: dict, own_bytes: bool = False) -> str:
+    status = record.get("status")
+    if status != "ok":
+        return {"failed": "FAILED gate", "error": "error", "skipped": "skipped"}.get(status, status)
+    ms = median_ms(record)
+    if ms is None:
+        return "gate ok, not timed"
+    stats = harness.summarize(record["samples_ms"])
+    value = fmt_thr(throughput(record, ms, own_bytes), record["metric"])
+    return f"{value} ({fmt_us(ms)} us, {fmt_us(stats['p10'])}-{fmt_us(stats['p90'])})"
+
+
+def experiment_table(records: list[dict], ceiling_tb_s: float | None) -> list[str]:
+    """One row per problem: every provider's throughput (median time, p10-p90), then ours'
+    ratio to each other provider and to the session copy ceiling."""
+    groups = list(group_problems(records).values())
+    if not groups:
+        return []
+    metric = groups[0][0]["metric"]
+    providers = list(dict.fromkeys(r["label"] for g in groups for r in g))
+    others = [p for p in providers if not any(r["label"] == p and r["role"] == harness.OURS
+                                              for g in groups for r in g)]
+    varying, constant = _param_columns(groups)
+    ours_labels = [p for p in providers if p not in others]
+    head = varying + [f"{p} {unit(metric)}" for p in providers]
+    if len(ours_labels) == 1:
+        head += [f"ours / {p}" for p in others]
+        if metric == "bandwidth":
+            head.append("ours / copy ceiling")
+    lines = []
+    if constant:
+        lines.append("Common to every row: " + ", ".join(f"{k} = {harness._fmt(v)}"
+                                                         for k, v in constant.items()) + ".")
+        lines.append("")
+    lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    notes = []
+    for group in groups:
+        by_label = {r["label"]: r for r in group}
+        row = [harness._fmt(group[0]["params"].get(k)) for k in varying]
+        for p in providers:
+            r = by_label.get(p)
+            row.append(_cell(r, own_bytes=r["role"] == harness.CEILING) if r else "")
+            if r and r.get("status") in ("failed", "error"):
+                notes.append(f"{group[0]['problem']}, {p}: {r.get('message', '')[:200]}")
+        if len(ours_labels) == 1:
+            ours = by_label.get(ours_labels[0])
+            for p in others:
+                other = by_label.get(p)
+                row.append(fmt_ratio(ratio_to(ours, other)) if ours and other else "")
+            if metric == "bandwidth":
+                row.append(fmt_ratio(of_ceiling(ours, ceiling_tb_s)) if ours else "")
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append(_formula_line(groups))
+    for note in notes:
+        lines.append(f"- {note}")
+    return lines
+
+
+def _formula_line(groups: list[list[dict]]) -> str:
+    first = groups[0][0]
+    parts = ["Bytes: " + "; ".join(dict.fromkeys(g[0]["bytes_formula"] for g in groups)) + "."]
+    if first.get("flops"):
+        parts.append("FLOPs: " + "; ".join(dict.fromkeys(g[0]["flops_formula"] for g in groups))
+                     + ".")
+    moved = {r["label"]: r["bytes_moved_formula"] for g in groups for r in g
+             if r.get("bytes_moved_formula")}
+    for label, formula in moved.items():
+        parts.append(f"{label} moves {formula}" + (" (its own column uses these bytes)"
+                                                   if any(r["label"] == label and
+                                                          r["role"] == harness.CEILING
+                                                          for g in groups for r in g) else
+                                                   " (throughput above counts the problem's "
+                                                   "bytes)") + ".")
+    notes = {r["label"]: r["note"] for g in groups for r in g if r.get("note")}
+    states = {r["label"]: r["state"] for g in groups for r in g if r.get("state")}
+    for label, note in notes.items():
+        state = f" [{', '.join(f'{k}={v}' for k, v in states[label].items())}]" \
+            if label in states else ""
+        parts.append(f"{label}: {note}{state}.")
+    return " ".join(parts) + " Cells: median throughput (median us, p10-p90 us)."
+
+
+def _file_line(f: EvidenceFile) -> str:
+    h = f.header
+    plan = h.get("plan") or {}
+    ceiling = h.get("ceiling") or {}
+    extra = f", copy ceiling {ceiling['ceiling_tb_s']:.2f} TB/s ({ceiling.get('ceiling_from')})" \
+        if ceiling.get("ceiling_tb_s") else ""
+    return (f"`{f.name}`: {h.get('mode')} timing, {h.get('scale')} scale, {plan.get('samples')} "
+            f"samples per variant, {h.get('gpu', h.get('device'))}, {h.get('date')}, commit "
+            f"{str(h.get('git_commit'))[:10]}{' (dirty)' if h.get('git_dirty') else ''}, torch "
+            f"{h.get('torch')}, Triton {h.get('triton')}{extra}.")
+
+
+def workshop_section(workshop: str, evidence: Evidence) -> list[str]:
+    title = catalog.get(workshop).title
+    lines = [f"### {workshop}: {title}", ""]
+    runs = {mode: bench_runs(evidence, mode, workshop) for mode in MODES}
+    if all(f is None for f, _ in runs.values()):
+        return lines + [f"{NO_GPU} for this workshop.", ""]
+    lines += ["Goals (from the workshop's issue; the worst matching problem decides):", ""]
+    lines += goals_table(workshop, runs) + [""]
+    for mode, (f, records) in runs.items():
+        if f is None:
+            lines += [f"#### {mode} timing", "", f"{NO_GPU} in this mode.", ""]
+            continue
+        ceiling = (f.header.get("ceiling") or {}).get("ceiling_tb_s")
+        experiments = list(dict.fromkeys(r["experiment"] for r in records))
+        for experiment in experiments:
+            subset = [r for r in records if r["experiment"] == experiment]
+            lines += [f"#### {experiment}, {mode} timing", "", _file_line(f), ""]
+            lines += experiment_table(subset, ceiling) + [""]
+    return lines
+
+
+def sweep_section(workshop: str, evidence: Evidence) -> list[str]:
+    lines = []
+    for mode in MODES:
+        f, records = bench_runs(evidence, mode, workshop, sweep=True)
+        if f is None:
+            continue
+        lines += [f"### {workshop} sweep, {mode} timing", "", _file_line(f), ""]
+        for (_, label), group in group_problems(records).items():
+            metric = group[0]["metric"]
+            lines += [f"{label}:", "",
+                      f"| configuration | {unit(metric)} | median us | p10-p90 us | vs launcher "
+                      f"defaults | vs {group[0]['baseline'] or 'baseline'} |",
+                      "| --- | --- | --- | --- | --- | --- |"]
+            default = next((r for r in group if r["role"] == harness.OURS and not r["knobs"]),
+                           None)
+            base = next((r for r in group if r["provider"] == group[0]["baseline"]), None)
+            timed = sorted((r for r in group if median_ms(r) is not None), key=median_ms)
+            untimed = [r for r in group if median_ms(r) is None]
+            for r in timed + untimed:
+                ms = median_ms(r)
+                if ms is None:
+                    lines.append(f"| {r['label']} | {_cell(r)} | | | | "
+                                 f"{_md((r.get('message') or '')[:120])} |")
+                    continue
+                stats = harness.summarize(r["samples_ms"])
+                vs_default = fmt_ratio(ratio_to(r, default)) if default else ""
+                vs_base = fmt_ratio(ratio_to(r, base)) if base and r is not base else ""
+                lines.append(f"| {r['label']} | {fmt_thr(throughput(r, ms), metric)} | "
+                             f"{fmt_us(ms)} | {fmt_us(stats['p10'])}-{fmt_us(stats['p90'])} | "
+                             f"{vs_default} | {vs_base} |")
+            lines.append("")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated sections
+# ---------------------------------------------------------------------------------------------
+def section_evidence(evidence: Evidence) -> str:
+    if not evidence.files:
+        return (f"{NO_GPU}: `benchmarks/results/` holds no benchmark, check, bug-zoo or bad-call "
+                "file yet. Every table below is generated from those files by `python3 -m "
+                "benchmarks report`; none is typed by hand.")
+    lines = ["| file | kind | device | GPU | date | commit | torch | Triton |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for f in sorted(evidence.files, key=lambda f: f.when):
+        h = f.header
+        kind = f.kind if f.kind != "benchmark" else f"benchmark ({h.get('mode')}, {h.get('scale')})"
+        commit = str(h.get("git_commit"))[:10] + (" (dirty)" if h.get("git_dirty") else "")
+        lines.append(f"| `{f.name}` | {kind} | {h.get('device')} | {h.get('gpu') or ''} | "
+                     f"{h.get('date')} | {commit} | {h.get('torch')} | {h.get('triton')} |")
+    for bad in evidence.unreadable:
+        lines.append(f"\nUnreadable: {bad}")
+    return "\n".join(lines)
+
+
+def section_checks(evidence: Evidence) -> str:
+    runs = latest_checks(evidence)
+    if not runs:
+        return (f"{NO_GPU}, and no saved check run: save `python -m checks run --impl references "
+                "--json benchmarks/results/checks-<device>-<date>.json` on the GPU and on the CPU "
+                "interpreter.")
+    lines = []
+    if "cuda" not in runs:
+        lines += [f"{NO_GPU}: no check run on a GPU is saved yet.", ""]
+    outcomes = ("PASS", "FAIL", "TODO", "UNAVAILABLE")
+    for device, f in runs.items():
+        h = f.header
+        results = f.data.get("results", [])
+        lines += [f"#### {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+                  f"`{f.name}`: implementation {h.get('impl')}, seed {h.get('seed')}, "
+                  f"{h.get('date')}, commit {str(h.get('git_commit'))[:10]}"
+                  f"{' (dirty)' if h.get('git_dirty') else ''}, torch {h.get('torch')}, "
+                  f"Triton {h.get('triton')}.", "",
+                  "| tier | " + " | ".join(outcomes) + " | total |",
+                  "| --- |" + " --- |" * (len(outcomes) + 1)]
+        for tier in ("cpu", "kernel", "cuda"):
+            n = [sum(1 for r in results if r["tier"] == tier and r["outcome"] == o)
+                 for o in outcomes]
+            if sum(n):
+                lines.append(f"| {tier} | " + " | ".join(map(str, n)) + f" | {sum(n)} |")
+        lines += ["", "| workshop | " + " | ".join(outcomes) + " | total |",
+                  "| --- |" + " --- |" * (len(outcomes) + 1)]
+        for workshop in dict.fromkeys(r["workshop"] for r in results):
+            n = [sum(1 for r in results if r["workshop"] == workshop and r["outcome"] == o)
+                 for o in outcomes]
+            lines.append(f"| {workshop} | " + " | ".join(map(str, n)) + f" | {sum(n)} |")
+        failing = [r for r in results if r["outcome"] == "FAIL"]
+        lines.append("")
+        if failing:
+            lines.append(f"{len(failing)} FAIL row(s):")
+            for r in failing[:20]:
+                first = (r.get("message") or "").splitlines()[:1]
+                lines.append(f"- {r['workshop']}/{r['check']} [{_case_label(r['case'])}]: "
+                             f"{first[0][:200] if first else ''}")
+            lines.append("")
+        cuda_only = list(dict.fromkeys(f"{r['workshop']}/{r['check']} ({r['outcome']})"
+                                       for r in results if r["tier"] == "cuda"))
+        if cuda_only:
+            lines += ["Checks that need a real GPU (cuda tier): " + ", ".join(cuda_only) + ".", ""]
+    return "\n".join(lines).rstrip()
+
+
+def _md(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _case_label(case: dict) -> str:
+    return " ".join(f"{k}={harness._fmt(v)}" for k, v in case.items() if k != "seed")
+
+
+def section_bad_calls(evidence: Evidence) -> str:
+    runs = latest_of(evidence, "badcalls")
+    if not runs:
+        return ("No bad-call evidence yet: `python3 -m benchmarks badcalls --device <device> "
+                "--out benchmarks/results/badcalls-<device>.json` counts the bad calls each check "
+                "tries.")
+    lines = []
+    for device, f in runs.items():
+        h = f.header
+        lines += [f"#### {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+                  f"`{f.name}`, {h.get('date')}, commit {str(h.get('git_commit'))[:10]}.", "",
+                  "| workshop | check | tier | bad calls tried | refused before any launch | "
+                  "outcome |", "| --- | --- | --- | --- | --- | --- |"]
+        total = refused = 0
+        for row in f.data.get("checks", []):
+            outcome = ", ".join(f"{n} {o}" for o, n in row.get("outcomes", {}).items())
+            lines.append(f"| {row['workshop']} | {row['check']} | {row.get('tier', '')} | "
+                         f"{row['calls']} | {row['refused']} | {outcome} |")
+            total += row["calls"]
+            refused += row["refused"]
+        lines += [f"| all | | | {total} | {refused} | |", ""]
+    return "\n".join(lines).rstrip()
+
+
+def section_bug_zoo(evidence: Evidence) -> str:
+    runs = latest_of(evidence, "bugzoo")
+    if not runs:
+        return ("No bug-zoo evidence yet: `python3 -m benchmarks bugzoo --device <device> --out "
+                "benchmarks/results/bugzoo-<device>.json` plants every bug of tests/bugs/ and "
+                "runs the check that must catch it.")
+    lines = []
+    for device, f in runs.items():
+        h = f.header
+        bugs = f.data.get("bugs", [])
+        lines += [f"#### {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+                  f"`{f.name}`, {h.get('date')}, commit {str(h.get('git_commit'))[:10]}: "
+                  f"{sum(b['caught'] for b in bugs)} of {len(bugs)} planted bugs caught by the "
+                  "named check with the named hint.", "",
+                  "| workshop | planted | caught | missed |", "| --- | --- | --- | --- |"]
+        for workshop in dict.fromkeys(b["workshop"] for b in bugs):
+            mine = [b for b in bugs if b["workshop"] == workshop]
+            missed = ", ".join(f"{b['bug']} ({b['check']}: {b['outcome']})" for b in mine
+                               if not b["caught"])
+            lines.append(f"| {workshop} | {len(mine)} | {sum(b['caught'] for b in mine)} | "
+                         f"{missed} |")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def section_benchmarks(evidence: Evidence) -> str:
+    workshops = bench_workshops()
+    lines = ["How to read these tables: every variant's output was compared with a float64 "
+             "reference on that exact shape before it was timed (a variant that failed shows "
+             "FAILED gate and has no time). `events` timing: CUDA events around each call, the "
+             "L2 cache flushed (256 MiB written) before every sample. `graph` timing: a CUDA "
+             "graph of back-to-back calls replayed, no flush between calls (inputs smaller than "
+             "the L2 may hit it). Ratios are throughput ratios measured in the same run: "
+             "`ours / X` above 1.00x means ours is faster. `ours / copy ceiling` divides by the "
+             "device-to-device copy bandwidth measured at the start of the same run.", ""]
+    if not any(bench_runs(evidence, m, w)[0] for m in MODES for w in workshops):
+        lines.append(f"{NO_GPU}: no benchmark run is saved under `benchmarks/results/`.")
+        return "\n".join(lines)
+    for workshop in workshops:
+        lines += workshop_section(workshop, evidence)
+    return "\n".join(lines).rstrip()
+
+
+def section_sweeps(evidence: Evidence) -> str:
+    lines = []
+    for workshop in bench_workshops():
+        lines += sweep_section(workshop, evidence)
+    if not lines:
+        return (f"{NO_GPU}: no configuration sweep is saved (`python3 -m benchmarks run --sweep`). "
+                "Launch defaults are the references' own starting points until one is.")
+    return "\n".join(lines).rstrip()
+
+
+GENERATORS = {"evidence": section_evidence, "checks": section_checks,
+              "bad-calls": section_bad_calls, "bug-zoo": section_bug_zoo,
+              "benchmarks": section_benchmarks, "sweeps": section_sweeps}
+
+
+def generate(results_dir: Path | str | None = None) -> dict[str, str]:
+    """The text of every generated section, from the files in `results_dir` only."""
+    evidence = load_evidence(results_dir)
+    return {name: GENERATORS[name](evidence) for name in SECTIONS}
+
+
+# ---------------------------------------------------------------------------------------------
+# validation_report.md: generated sections between markers, the rest written by hand
+# ---------------------------------------------------------------------------------------------
+def begin_marker(name: str) -> str:
+    return f"<!-- BEGIN GENERATED: {name} (python3 -m benchmarks report; do not edit) -->"
+
+
+def end_marker(name: str) -> str:
+    return f"<!-- END GENERATED: {name} -->"
+
+
+_BLOCK = re.compile(r"<!-- BEGIN GENERATED: (?P<name>[\w-]+) [^>]*-->\n(?P<body>.*?)\n"
+                    r"<!-- END GENERATED: (?P=name) -->", re.S)
+
+
+def read_sections(text: str) -> dict[str, str]:
+    return {m["name"]: m["body"] for m in _BLOCK.finditer(text)}
+
+
+def replace_sections(text: str, sections: dict[str, str]) -> str:
+    missing = [name for name in sections if name not in read_sections(text)]
+    if missing:
+        raise ValueError(f"validation_report.md lacks the markers of section(s) {missing}; "
+                         f"restore them (see benchmarks/README.md)")
+
+    def swap(m):
+        return f"{begin_marker(m['name'])}\n{sections.get(m['name'], m['body'])}\n" \
+               f"{end_marker(m['name'])}"
+
+    return _BLOCK.sub(swap, text)
+
+
+def skeleton(sections: dict[str, str]) -> str:
+    """A fresh validation_report.md: generated sections, and the self-review to write."""
+    def block(name):
+        return f"{begin_marker(name)}\n{sections[name]}\n{end_marker(name)}"
+
+    return f"""# Validation report
+
+What was measured, on which machine, from which files; and what we make of it. Everything
+between `BEGIN GENERATED` and `END GENERATED` markers is produced by `python3 -m benchmarks
+report` from the files in `benchmarks/results/` (a CI test fails when it differs from what the
+files give, and warns when a source file changed after its evidence was recorded). The
+self-review at the end is written by hand.
+
+## Evidence files
+
+{block("evidence")}
+
+## Checks
+
+Counts per tier and outcome from the latest saved check run on each device.
+
+{block("checks")}
+
+## Bad calls
+
+How many bad calls each check tries (wrong rank, dtype, shape, knobs, device), and how many were
+refused with a TypeError/ValueError before any kernel launched.
+
+{block("bad-calls")}
+
+## Planted bugs (the bug zoo)
+
+{block("bug-zoo")}
+
+## Benchmarks
+
+{block("benchmarks")}
+
+## Configuration sweeps
+
+{block("sweeps")}
+
+## Self-review (written by hand)
+
+<!-- The lead writes this part after reading the generated sections above. -->
+
+### Where we lose, and why
+
+_To be written from the measured tables above: every goal marked **not met**, with the
+measured value, and what limits it._
+
+### What was not measured
+
+_Hardware counters are not inferred: only what was timed and counted. List what was not timed
+(e.g. shapes, dtypes, backward passes) and what ran only under the interpreter._
+
+### Checks that run only on a GPU
+
+_See the cuda-tier list in the Checks section; say what each proves and what the CPU
+interpreter cannot._
+
+### Limitations of the evidence
+
+_Timing method (events with an L2 flush, graph replays without), sample counts, one GPU, one
+day; staleness notices printed by `python3 -m benchmarks report`._
+"""
+
+
+def write_report(sections: dict[str, str], path: Path = REPORT_PATH) -> None:
+    if path.is_file():
+        text = replace_sections(path.read_text(), sections)
+    else:
+        text = skeleton(sections)
+    path.write_text(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Staleness: has a source changed since its latest GPU evidence was recorded?
+# ---------------------------------------------------------------------------------------------
+def stale_notices(evidence: Evidence, root: Path = REPO_ROOT) -> list[str]:
+    """One line per source file whose sha256 differs from the one recorded with the latest GPU
+    evidence that names it (benchmark runs and check runs on cuda)."""
+    latest: dict[str, tuple] = {}  # source path -> (when, sha, file name)
+    for f in evidence.files:
+        if f.header.get("device") != "cuda":
+            continue
+        for path, sha in (f.header.get("sources") or {}).items():
+            if path not in latest or f.when > latest[path][0]:
+                latest[path] = (f.when, sha, f.name)
+    notices = []
+    for path, (_, sha, name) in sorted(latest.items()):
+        current = root / path
+        if not current.is_file():
+            notices.append(f"STALE: {path} (named by {name}) no longer exists")
+        elif provenance.sha256(current) != sha:
+            notices.append(f"STALE: {path} changed since its latest GPU evidence ({name}); "
+                           "rerun the GPU validation to refresh it")
+    return notices
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures (matplotlib, only here)
+# ---------------------------------------------------------------------------------------------
+def figure_names() -> list[str]:
+    """Every figure `report` writes: book/figures/<workshop>_<plot name>.png."""
+    return [f"{w}_{plot.name}.png" for w in bench_workshops()
+            for plot in getattr(workshop_module(w), "PLOTS", [])]
+
+
+def write_figures(evidence: Evidence, folder: Path = FIGURES_DIR) -> list[Path]:
+    """Draw every declared plot from the latest events-mode run (a placeholder saying so when
+    there is no evidence yet, so the book's results page always has its images)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for workshop in bench_workshops():
+        f, records = bench_runs(evidence, "events", workshop)
+        for plot in getattr(workshop_module(workshop), "PLOTS", []):
+            path = folder / f"{workshop}_{plot.name}.png"
+            subset = [r for r in records if r["experiment"] == plot.experiment
+                      and plot.where(r["params"])]
+            if f is None or not subset:
+                fig = _placeholder(plt, f"{workshop}: {plot.title or plot.name}")
+            else:
+                fig = _draw(plt, plot, subset, f)
+            fig.savefig(path, dpi=110, metadata={"Software": None})
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def _placeholder(plt, title: str):
+    fig, ax = plt.subplots(figsize=(6.4, 2.4))
+    ax.axis("off")
+    ax.text(0.5, 0.6, title, ha="center", va="center", fontsize=11)
+    ax.text(0.5, 0.3, f"{NO_GPU}: run the benchmarks on a GPU, then python3 -m benchmarks report",
+            ha="center", va="center", fontsize=9, color="#57606a")
+    return fig
+
+
+_STYLE = {harness.OURS: dict(linestyle="-", marker="o", linewidth=2.2),
+          harness.BASELINE: dict(linestyle="--", marker="s", linewidth=1.4),
+          harness.CEILING: dict(linestyle=":", marker="^", linewidth=1.4)}
+
+
+_HATCH = {harness.BASELINE: "//", harness.CEILING: ".."}
+
+
+def _draw(plt, plot, records: list[dict], f: EvidenceFile):
+    panels = list(dict.fromkeys(tuple(r["params"].get(k) for k in plot.panels) for r in records))
+    cols = min(len(panels), 3)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    metric = records[0]["metric"]
+    ceiling = (f.header.get("ceiling") or {}).get("ceiling_tb_s")
+    xs_all = list(dict.fromkeys(r["params"][plot.x] for r in records))
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs_all)
+    for ax, panel in zip(axes.flat, panels):
+        mine = [r for r in records if tuple(r["params"].get(k) for k in plot.panels) == panel]
+        series = list(dict.fromkeys((r["label"], r["role"], tuple(r["params"].get(k)
+                                                                  for k in plot.series))
+                                    for r in mine))
+        width = 0.8 / max(len(series), 1)  # bars, when x is categorical (GEMM shapes)
+        for i, (label, role, extra) in enumerate(series):
+            points = []
+            for r in mine:
+                if r["label"] != label or tuple(r["params"].get(k) for k in plot.series) != extra:
+                    continue
+                ms = median_ms(r)
+                if ms is not None:
+                    x = r["params"][plot.x] if numeric else xs_all.index(r["params"][plot.x])
+                    points.append((x, throughput(r, ms, own_bytes=role == harness.CEILING)))
+            if not points:
+                continue
+            points.sort()
+            name = label + "".join(f", {k}={v}" for k, v in zip(plot.series, extra))
+            if numeric:
+                ax.plot([p[0] for p in points], [p[1] for p in points], label=name,
+                        **_STYLE.get(role, {}))
+            else:
+                ax.bar([p[0] - 0.4 + width * (i + 0.5) for p in points], [p[1] for p in points],
+                       width=width, label=name, hatch=_HATCH.get(role, ""), edgecolor="white")
+        if metric == "bandwidth" and ceiling:
+            ax.axhline(ceiling, color="#cf222e", linewidth=1, label=f"copy ceiling {ceiling:.2f}")
+        if numeric:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(xs_all))
+            ax.set_xticklabels([str(x) for x in sorted(xs_all)], rotation=45)
+        else:
+            ax.set_xticks(range(len(xs_all)))
+            ax.set_xticklabels([str(x) for x in xs_all], rotation=30, ha="right")
+        ax.set_xlabel(plot.x)
+        ax.set_ylabel(unit(metric))
+        ax.set_ylim(bottom=0)
+        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(plot.panels, panel)), fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    gpu = f.header.get("gpu") or ""
+    fig.suptitle(f"{plot.title or plot.name} ({gpu}, {f.header.get('mode')} timing, medians)",
+                 fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+def main(results_dir: str | None = None, figures: bool = True,
+         report_path: Path = REPORT_PATH) -> int:
+    evidence = load_evidence(results_dir)
+    sections = {name: GENERATORS[name](evidence) for name in SECTIONS}
+    write_report(sections, report_path)
+    print(f"wrote {report_path.name} ({len(evidence.files)} evidence file(s))")
+    if figures:
+        try:
+            written = write_figures(evidence)
+        except ImportError:
+            print("matplotlib is not installed: figures skipped (pip install matplotlib)",
+                  file=sys.stderr)
+        else:
+            print(f"wrote {len(written)} figure(s) in {FIGURES_DIR.relative_to(REPO_ROOT)}/")
+    for notice in stale_notices(evidence):
+        print(notice, file=sys.stderr)
+    return 0

@@ -1,0 +1,650 @@
+"""Checks for the fused GEMM workshop: `gemm_bias_relu(a, b, bias=None, *, relu=True, **knobs)`.
+
+The reference is the same precision contract, computed in float64 on the CPU: the float16 or
+bfloat16 operands upcast exactly, the products summed in float64, the bias added and the ReLU
+applied in float64, then ONE rounding to the output dtype. Element-wise tolerances are stated
+relative to the magnitude sum_k |a_ik b_kj| + |bias_j| of what was summed (see `_tolerance`).
+
+When a comparison fails, the output is also compared with what the classic mistakes would
+produce (the accumulator rounded before the epilogue, the bias added in the operand dtype, the
+ReLU applied before the bias, the bias indexed by row, the K tail read past K), computed exactly
+the same way; a match names the mistake in the hint. Whole output tiles wrong while others are
+right name the grouped tile-order arithmetic.
+"""
+
+from __future__ import annotations
+
+from checks.core import Case, CheckFailed, register
+
+W = "fused_gemm"
+DTYPES = ("float16", "bfloat16")
+UPCAST_NOTE = "bf16 tl.dot ran upcast to fp32 under Triton's interpreter"
+
+
+# ---------------------------------------------------------------------------------------------
+# The float64 reference, the tolerance and the comparison
+# ---------------------------------------------------------------------------------------------
+def _reference(a, b, bias, relu):
+    """(exact, rounded, magnitude) as float64 CPU tensors, for the contract.
+
+    exact: relu(a @ b + bias) in float64 (no rounding at all; float64 sums of at most ~1e4
+    products of 16-bit numbers are exact to ~1e-12 relative, far below any tolerance here).
+    rounded: `exact` rounded once to a's dtype. magnitude: sum_k |a_ik b_kj| + |bias_j|.
+    """
+    import torch
+
+    a64, b64 = a.detach().cpu().double(), b.detach().cpu().double()
+    exact = a64 @ b64
+    magnitude = a64.abs() @ b64.abs()
+    if bias is not None:
+        bias64 = bias.detach().cpu().double()
+        exact = exact + bias64
+        magnitude = magnitude + bias64.abs()
+    if relu:
+        exact = exact.clamp_min(0.0)
+    rounded = exact.to(a.dtype).double()
+    del torch
+    return exact, rounded, magnitude
+
+
+def _tolerance(rounded, magnitude, k: int, dtype):
+    """Element-wise tolerance for one output of the contract, as a float64 tensor.
+
+    Why this form:
+    - Accumulation: every product of two float16 (11 significant bits) or bfloat16 (8 bits)
+      numbers is exact in float32 (24 bits), so the accumulator's only error is the rounding of
+      its K additions. The classic bound for a float32 sum in any order is about
+      K * eps32/2 * sum_k |a_ik b_kj| (tensor cores and tree orders do better); adding the fp32
+      bias costs one more eps32/2 of |bias_j|. We allow K * eps32 * magnitude, twice the bound.
+      It is relative to the magnitude of the terms, not to |c|: where positive and negative
+      products cancel, |c| is small but the rounding errors are set by the terms.
+    - Output rounding: the kernel rounds its float32 result once and the reference rounds the
+      exact result once; near a rounding boundary the two can land one unit in the last place
+      apart (and Triton's interpreter truncates float32 -> bfloat16: also within one unit).
+      One unit in the last place of |x| is at most eps(dtype) * |x|.
+    - A floor: float16 results below 2^-14 are subnormal, spaced 2^-24 apart.
+    """
+    import torch
+
+    eps32 = torch.finfo(torch.float32).eps
+    eps_out = torch.finfo(dtype).eps
+    floor = 2.0 ** -24 if dtype == torch.float16 else 1e-38
+    return max(k, 1) * eps32 * magnitude + eps_out * rounded.abs() + floor
+
+
+def _round_to(x32, dtype, truncate: bool):
+    """float32 tensor -> float32 tensor of the values rounded to `dtype` (round to nearest even),
+    or truncated toward zero (what Triton's interpreter does for float32 -> bfloat16)."""
+    import torch
+
+    if truncate and dtype == torch.bfloat16:
+        return (x32.contiguous().view(torch.int32) & -65536).view(torch.float32)
+    return x32.to(dtype).float()
+
+
+def _mistakes(a, b, bias, relu, exact_acc64, truncate):
+    """What each classic mistake outputs for these inputs, as (hint, float64 tensor) pairs.
+
+    Each is computed in float32/operand-dtype arithmetic on the CPU, exactly as the mistaken
+    kernel would, from the float32 accumulator (the float64 sum rounded to float32).
+    """
+    import torch
+
+    dtype = a.dtype
+    acc = exact_acc64.float()  # (M, N) what the float32 accumulator holds
+
+    def rnd(x):
+        return _round_to(x, dtype, truncate)
+
+    def finish(x):
+        return rnd(x.clamp_min(0.0) if relu else x).double()
+
+    out = []
+    if bias is not None:
+        b32 = bias.detach().cpu().float()
+        out.append(("rounding before the epilogue: the output matches the accumulator rounded to "
+                    f"{str(dtype).replace('torch.', '')} first and the bias added after; keep acc "
+                    "in float32 through the bias and the ReLU, round once at the store",
+                    finish(rnd(acc) + b32)))
+        out.append(("bias added in the operand dtype: the output matches round(acc) + round(bias) "
+                    f"added in {str(dtype).replace('torch.', '')}; add the float32 bias to the "
+                    "float32 accumulator",
+                    finish((acc.to(dtype) + b32.to(dtype)).float())))
+        relu_first = acc.clamp_min(0.0) + b32
+        out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add the "
+                    "bias first, then take max(., 0)", finish(relu_first)))
+        out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add the "
+                    "bias first, then take max(., 0)", rnd(relu_first).double()))
+        m = acc.shape[0]
+        by_row = torch.zeros(m)
+        k = min(m, b32.shape[0])
+        by_row[:k] = b32[:k]
+        out.append(("bias indexed by row: the output matches acc[m, n] + bias[m]; bias[n] belongs "
+                    "to column n (broadcast it down the rows: offs_n[None, :])",
+                    finish(acc + by_row[:, None])))
+    elif relu:
+        out.append(("ReLU missing or misplaced: the output matches acc without the ReLU",
+                    rnd(acc).double()))
+    return out
+
+
+def _tile_pattern(block_m: int, block_n: int):
+    """Diagnosis: whole output tiles wrong while other tiles are right (tile order broken)."""
+
+    def diagnose(got, expected, bad):
+        m, n = bad.shape
+        tm, tn = -(-m // block_m), -(-n // block_n)
+        wrong, share = [], []
+        for i in range(tm):
+            for j in range(tn):
+                tile = bad[i * block_m:(i + 1) * block_m, j * block_n:(j + 1) * block_n]
+                if bool(tile.any()):
+                    wrong.append((i, j))
+                    share.append(float(tile.double().mean()))
+        if not wrong or len(wrong) == tm * tn or sum(share) / len(share) < 0.25:
+            return None
+        last_row = {(tm - 1, j) for j in range(tn)}
+        last_col = {(i, tn - 1) for i in range(tm)}
+        if set(wrong) in (last_row, last_col, last_row | last_col):
+            return None  # exactly the tail tiles: a tail problem, not the tile order
+        shown = ", ".join(f"({i},{j})" for i, j in wrong[:6]) + (" ..." if len(wrong) > 6 else "")
+        return (f"grouped index arithmetic: {len(wrong)} of {tm * tn} output tiles "
+                f"({block_m}x{block_n}) are wrong as whole tiles [(tile row, tile col): {shown}] "
+                "while the others are right: the tile id -> (pid_m, pid_n) mapping computes some "
+                "tiles twice and others never (check group_id, first_pid_m, group_size_m, "
+                "pid_m and pid_n for an off-by-one)")
+
+    return diagnose
+
+
+def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, extra=()):
+    """FAIL unless |got - reference| <= tolerance element-wise; name the likely mistake."""
+    import torch
+
+    k = a.shape[1]
+    exact, rounded, magnitude = _reference(a, b, bias, relu)
+    tol = _tolerance(rounded, magnitude, k, a.dtype)
+    got64 = got.detach().cpu().double()
+    err = (got64 - rounded).abs()
+    err = torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
+    bad = err > tol
+    ratio = err / tol
+    worst = int(torch.argmax(ratio.reshape(-1)))
+    ctx_max, ctx_tol = float(err.reshape(-1)[worst]), float(tol.reshape(-1)[worst])
+    if ctx.max_error is None or ctx_max / ctx_tol > ctx.max_error / max(ctx.tolerance, 1e-300):
+        ctx.max_error, ctx.tolerance = ctx_max, ctx_tol  # the worst ratio of all comparisons
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return
+    idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), bad.shape))
+    lines = [f"{name}: {n_bad} of {bad.numel()} elements outside tolerance; worst at index {idx}: "
+             f"got {got64[idx].item():.6g}, expected {rounded[idx].item():.6g}, |error| "
+             f"{ctx_max:.3g} > {ctx_tol:.3g} (tolerance = K * eps32 * sum|a b| + eps(out) * |c|, "
+             f"K = {k})"]
+    nan_got = int((got64.isnan() & ~rounded.isnan()).sum())
+    if nan_got:
+        lines.append(f"{nan_got} NaN where the reference is a number")
+    listed = bad.nonzero()[:5].tolist()
+    lines.append("first mismatches: " + "; ".join(
+        f"{tuple(i)} got {got64[tuple(i)].item():.6g} expected {rounded[tuple(i)].item():.6g}"
+        for i in listed))
+    hint = ""
+    diagnoses = list(extra)
+    if tile is not None:
+        diagnoses.append(_tile_pattern(*tile))
+    for diagnose in diagnoses:
+        hint = diagnose(got64, rounded, bad) or ""
+        if hint:
+            break
+    if not hint:
+        # Which classic mistake explains the output best? (all computed exactly, see _mistakes)
+        acc = a.detach().cpu().double() @ b.detach().cpu().double()
+        truncate = ctx.device == "interpreter"
+        best, best_share = "", (~bad).double().mean().item()
+        for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
+            share = ((got64 - candidate).abs() <= tol).double().mean().item()
+            if share >= 0.9 and share > best_share + 0.05:
+                best, best_share = text, share
+        hint = best
+    raise CheckFailed("\n".join(lines), hint=hint, max_error=ctx_max, tolerance=ctx_tol)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+def _dtype(name):
+    import torch
+
+    return getattr(torch, name)
+
+
+def _operand(ctx, rows: int, cols: int, dtype: str, layout: str = "row", scale: float = 1.0):
+    """A (rows, cols) operand with the given memory layout (values from ctx.randn).
+
+    row: contiguous. col: a transposed view (unit stride along the rows). slice: every other row
+    of a wider tensor, starting 3 columns in (row stride 2 * (cols + 5), base not 16-byte
+    aligned): strides that neither a copy-free TMA descriptor nor a contiguous kernel can use.
+    """
+    if layout == "row":
+        return ctx.randn((rows, cols), dtype, scale=scale)
+    if layout == "col":
+        return ctx.randn((cols, rows), dtype, scale=scale).t()
+    if layout == "slice":
+        parent = ctx.randn((2 * rows + 1, cols + 5), dtype, scale=scale)
+        return parent[1::2, 3:3 + cols]
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def _bias(ctx, n: int, present: bool, scale: float = 1.0):
+    return ctx.randn((n,), "float32", scale=scale) if present else None
+
+
+def _note_upcast(ctx, dtype: str) -> None:
+    if ctx.device == "interpreter" and dtype == "bfloat16":
+        ctx.note(UPCAST_NOTE)
+
+
+def _run(ctx, impl, a, b, bias, relu, **knobs):
+    m, n = a.shape[0], b.shape[1]
+    return ctx.call(impl.gemm_bias_relu, a, b, bias, relu=relu, expect_shape=(m, n),
+                    expect_dtype=a.dtype, expect_contiguous=True, name="gemm_bias_relu",
+                    **knobs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward values: ragged sizes, layouts, zero K, the K tail
+# ---------------------------------------------------------------------------------------------
+_COMBOS = ((True, True), (False, False), (True, False), (False, True))  # (bias, relu)
+
+
+def _ragged_cases(device: str) -> list[Case]:
+    # A power of two, sizes smaller than one tile, weird sizes on both sides of a tile edge.
+    if device == "cuda":
+        shapes = [(1, 1, 1), (7, 33, 127), (33, 7, 129), (64, 64, 64), (127, 129, 33),
+                  (1, 4096, 4096), (4096, 1, 4096), (1024, 1024, 1024), (1000, 3000, 999),
+                  (2048, 512, 8192), (4095, 4097, 1023)]
+        combos = [(s, c) for s in shapes for c in _COMBOS]
+    else:
+        shapes = [(1, 1, 1), (7, 33, 127), (33, 7, 129), (64, 64, 64), (45, 50, 31)]
+        # Two (bias, relu) combinations per shape, alternating, so each dtype sees all four.
+        combos = [(s, _COMBOS[(2 * i + j) % 4]) for i, s in enumerate(shapes) for j in range(2)]
+    return [Case(shape=s, dtype=d, bias=bias, relu=relu) for s, (bias, relu) in combos
+            for d in DTYPES]
+
+
+@register(W, "forward.ragged", tier="kernel", uses=("gemm_bias_relu",), cases=_ragged_cases,
+          doc="relu(a @ b + bias) against the float64 contract, ragged M, N, K, bias/relu on/off")
+def forward_ragged(ctx, impl, case):
+    m, n, k = case.shape
+    a = ctx.randn((m, k), case.dtype)
+    b = ctx.randn((k, n), case.dtype)
+    bias = _bias(ctx, n, case.bias, scale=2.0)
+    out = _run(ctx, impl, a, b, bias, case.relu)
+    _compare(ctx, out, a, b, bias, case.relu)
+    _note_upcast(ctx, case.dtype)
+
+
+_LAYOUTS = [("col", "row"), ("row", "col"), ("col", "col"), ("slice", "row"), ("row", "slice"),
+            ("slice", "col")]
+
+
+def _layout_cases(device: str) -> list[Case]:
+    shapes = [(37, 45, 70)] if device != "cuda" else [(37, 45, 70), (1000, 1030, 515),
+                                                       (1024, 512, 256)]
+    return [Case(shape=s, a=la, b=lb, dtype=d) for s in shapes for la, lb in _LAYOUTS
+            for d in DTYPES]
+
+
+@register(W, "forward.layouts", tier="kernel", uses=("gemm_bias_relu",), cases=_layout_cases,
+          doc="transposed and sliced operands, read in place through their strides")
+def forward_layouts(ctx, impl, case):
+    m, n, k = case.shape
+    a = _operand(ctx, m, k, case.dtype, case.a)
+    b = _operand(ctx, k, n, case.dtype, case.b)
+    bias = _bias(ctx, n, True)
+    out = _run(ctx, impl, a, b, bias, True)
+    _compare(ctx, out, a, b, bias, True, extra=[_strides_ignored(a, b)])
+    _note_upcast(ctx, case.dtype)
+
+
+def _strides_ignored(a, b):
+    def diagnose(got, expected, bad):
+        if bad.double().mean() < 0.5:
+            return None
+        if not a.is_contiguous() or not b.is_contiguous():
+            return (f"stride ignored: most outputs are wrong for a strides {a.stride()} and b "
+                    f"strides {b.stride()}; address A[m, k] as a_ptr + m * stride_am + k * "
+                    "stride_ak (and B likewise) for every dimension, never assume contiguity")
+        return None
+
+    return diagnose
+
+
+def _zero_k_cases(device: str) -> list[Case]:
+    shapes = [(5, 9), (33, 70)] if device != "cuda" else [(5, 9), (33, 70), (4096, 4096)]
+    return [Case(m=m, n=n, dtype=d, bias=bias, relu=relu) for m, n in shapes for d in DTYPES
+            for bias, relu in _COMBOS]
+
+
+@register(W, "forward.zero_k", tier="kernel", uses=("gemm_bias_relu",), cases=_zero_k_cases,
+          doc="K = 0: relu(bias) broadcast (or zeros), without reading A or B")
+def forward_zero_k(ctx, impl, case):
+    torch = ctx.torch
+    dtype = _dtype(case.dtype)
+    # Operands with no elements at all: there is nothing to read, and under the interpreter any
+    # read would be caught by its bounds check as an out-of-bounds load.
+    a = torch.empty((case.m, 0), dtype=dtype, device=ctx.torch_device)
+    b = torch.empty((0, case.n), dtype=dtype, device=ctx.torch_device)
+    bias = _bias(ctx, case.n, case.bias)
+    out = _run(ctx, impl, a, b, bias, case.relu)
+    _compare(ctx, out, a, b, bias, case.relu, extra=[lambda g, e, bad: (
+        "zero K: with K = 0 the sum over k is empty, so acc = 0 and the output is relu(bias) "
+        "(or zeros); the K loop must run zero times and the epilogue still runs")])
+
+
+def _k_tail_cases(device: str) -> list[Case]:
+    shapes = [(20, 24, 40), (9, 33, 100)]
+    blocks = [32] if device != "cuda" else [32, 64]
+    paths = [None] if device != "cuda" else [False, None]
+    return [Case(shape=s, block_k=bk, dtype=d, persistent=p) for s in shapes for bk in blocks
+            for d in DTYPES for p in paths]
+
+
+@register(W, "forward.k_tail", tier="kernel", uses=("gemm_bias_relu",), cases=_k_tail_cases,
+          doc="K not a multiple of block_k, operands sliced from wider tensors (tail reads land "
+              "in real memory)")
+def forward_k_tail(ctx, impl, case):
+    m, n, k = case.shape
+    # A = first k columns of a wider tensor, B = first k rows of a taller one: reading past K
+    # stays inside memory (no crash, even under the interpreter's bounds check) but picks up the
+    # extra values, so an unmasked K tail changes the result.
+    parent_a = ctx.randn((m, k + 64), case.dtype)
+    parent_b = ctx.randn((k + 64, n), case.dtype)
+    a, b = parent_a[:, :k], parent_b[:k, :]
+    knobs = dict(block_k=case.block_k)
+    if case.persistent is not None:
+        knobs["persistent"] = case.persistent
+    out = _run(ctx, impl, a, b, None, False, **knobs)
+
+    def k_tail(got, expected, bad):
+        kk = -(-k // case.block_k) * case.block_k  # K rounded up to whole K steps
+        pa, pb = parent_a[:, :kk].double().cpu(), parent_b[:kk, :].double().cpu()
+        wrong = (pa @ pb).to(a.dtype).double()
+        tol = _tolerance(wrong, pa.abs() @ pb.abs(), kk, a.dtype)
+        if float(((got - wrong).abs() <= tol).double().mean()) > 0.9:
+            return (f"K tail not masked: the output matches A[:, :{kk}] @ B[:{kk}, :], i.e. the "
+                    f"last K step (K = {k}, block_k = {case.block_k}) read past column K of A "
+                    "and row K of B; mask the lanes k0 + offs_k >= K with other=0.0 on both loads")
+        return None
+
+    _compare(ctx, out, a, b, None, False, extra=[k_tail])
+    _note_upcast(ctx, case.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# The precision contract: a case where rounding before the bias is visibly wrong
+# ---------------------------------------------------------------------------------------------
+def _cancellation_inputs(ctx, dtype: str, m=16, n=24, k=16):
+    """A, B, bias with acc[i, j] = T_j + s_ij and bias_j = -T_j + u_j (u_j not representable).
+
+    T_j is large (512..1024 in float16, 64..128 in bfloat16: where the dtype's spacing is 0.5),
+    s_ij and u_j are O(1). The contract gives relu(s_ij + u_j), an O(1) number rounded once.
+    Rounding acc first moves it by up to 0.25 (half a spacing at T) before the bias cancels T:
+    an error of ~0.1 on an O(1) result, hundreds of times the tolerance.
+    """
+    torch = ctx.torch
+    big = 512.0 if dtype == "float16" else 64.0
+    t = (big * (1.0 + ctx.rand_like_distinct((n,), "float64", 0.0, 1.0, device="cpu")))
+    t = t.to(_dtype(dtype))  # representable T_j
+    a = ctx.randn((m, k), dtype, scale=0.5, device="cpu")
+    b = ctx.randn((k, n), dtype, scale=0.5, device="cpu")
+    a[:, 0] = 1.0
+    b[0, :] = t
+    u = ctx.rand_like_distinct((n,), "float64", -1.0, 1.0, device="cpu")
+    bias = (-t.double() + u).float()
+    dev = ctx.torch_device
+    del torch
+    return a.to(dev), b.to(dev), bias.to(dev)
+
+
+@register(W, "contract.early_rounding", tier="kernel", uses=("gemm_bias_relu",),
+          cases=[Case(dtype=d, relu=r) for d in DTYPES for r in (True, False)],
+          doc="bias cancels a large product: rounding before the epilogue is caught")
+def contract_early_rounding(ctx, impl, case):
+    torch = ctx.torch
+    a, b, bias = _cancellation_inputs(ctx, case.dtype)
+    # The construction must separate the contract from early rounding, or the check proves
+    # nothing: make sure of it before judging the implementation.
+    exact, rounded, magnitude = _reference(a, b, bias, case.relu)
+    tol = _tolerance(rounded, magnitude, a.shape[1], a.dtype)
+    acc = a.double().cpu() @ b.double().cpu()
+    early = _mistakes(a, b, bias, case.relu, acc, ctx.device == "interpreter")[0][1]
+    separated = float(((early - rounded).abs() > tol).double().mean())
+    if separated < 0.3:
+        raise RuntimeError(f"check bug: early rounding differs beyond tolerance on only "
+                           f"{separated:.0%} of the outputs")
+    out = _run(ctx, impl, a, b, bias, case.relu)
+    _compare(ctx, out, a, b, bias, case.relu)
+    _note_upcast(ctx, case.dtype)
+    del torch
+
+
+# ---------------------------------------------------------------------------------------------
+# Knobs change nothing in the result
+# ---------------------------------------------------------------------------------------------
+def _group_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        return [Case(shape=(1000, 900, 300), blocks=(64, 64, 32), dtype=d) for d in DTYPES] + \
+               [Case(shape=(2000, 1100, 256), blocks=(128, 128, 64), dtype=d) for d in DTYPES]
+    return [Case(shape=(100, 90, 40), blocks=(32, 32, 16), dtype=d) for d in DTYPES]
+
+
+@register(W, "knobs.group_m", tier="kernel", uses=("gemm_bias_relu",), cases=_group_cases,
+          doc="GROUP_M only reorders tiles: every value gives the bitwise same output")
+def knobs_group_m(ctx, impl, case):
+    torch = ctx.torch
+    m, n, k = case.shape
+    bm, bn, bk = case.blocks
+    a = ctx.randn((m, k), case.dtype)
+    b = ctx.randn((k, n), case.dtype)
+    bias = _bias(ctx, n, True)
+    # 1 = row-major order; 2, 3 = several bands (the last one shorter); 64 = one band for all.
+    groups = (1, 2, 3, 8, 64)
+    outs = []  # kept alive: a freed output's memory must not be handed to the next call
+    for g in groups:
+        out = _run(ctx, impl, a, b, bias, True, block_m=bm, block_n=bn, block_k=bk, group_m=g)
+        outs.append(out)
+        _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu(group_m={g})", tile=(bm, bn))
+    first = outs[0].cpu().view(torch.int16)
+    for g, out in zip(groups[1:], outs[1:], strict=True):
+        if not torch.equal(out.cpu().view(torch.int16), first):
+            diff = int((out.cpu().view(torch.int16) != first).sum())
+            ctx.fail(f"group_m={g} changed {diff} output bits compared with group_m=1",
+                     hint="grouped index arithmetic: the order of tiles must not change any tile's "
+                          "value; each (pid_m, pid_n) must be computed exactly once")
+    _note_upcast(ctx, case.dtype)
+
+
+def _block_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        return [Case(config=i, persistent=p, dtype="bfloat16") for i in range(12)
+                for p in (False, None)]
+    configs = [(16, 16, 16, 1, 1), (32, 64, 16, 4, 2), (64, 32, 32, 2, 3), (16, 128, 64, 4, 1)]
+    return [Case(config=c, dtype=d) for c in configs for d in DTYPES]
+
+
+@register(W, "knobs.blocks", tier="kernel", uses=("gemm_bias_relu",), cases=_block_cases,
+          doc="block sizes, warps and stages change nothing beyond float32 rounding")
+def knobs_blocks(ctx, impl, case):
+    if isinstance(case.config, int):
+        # GPU: the module's own CONFIGS list (the benchmark sweep's candidates), every entry
+        # checked for correctness before anyone times it.
+        configs = getattr(impl, "CONFIGS", None) or []
+        if case.config >= len(configs):
+            raise CheckFailed(f"CONFIGS has {len(configs)} entries; case {case.config} is past "
+                              "the end", hint="")  # pragma: no cover - only if CONFIGS shrinks
+        knobs = dict(configs[case.config])
+        if case.persistent is not None:
+            knobs["persistent"] = case.persistent
+        m, n, k = 1000, 1032, 520
+    else:
+        bm, bn, bk, warps, stages = case.config
+        knobs = dict(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages)
+        m, n, k = 70, 90, 50
+    a = ctx.randn((m, k), case.dtype)
+    b = ctx.randn((k, n), case.dtype)
+    bias = _bias(ctx, n, True)
+    out = _run(ctx, impl, a, b, bias, True, **knobs)
+    _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu({knobs})",
+             tile=(knobs["block_m"], knobs["block_n"]))
+    _note_upcast(ctx, case.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# The persistent TMA path
+# ---------------------------------------------------------------------------------------------
+def _persistent_cases(device: str) -> list[Case]:
+    # TMA needs 16-byte aligned row strides: K and N multiples of 8 for 16-bit "row" operands,
+    # M multiples of 8 for transposed A. Tails in M, N, K are still ragged w.r.t. the blocks.
+    shapes = [(72, 80, 40), (8, 24, 56)] if device != "cuda" else [
+        (72, 80, 40), (1000, 1032, 520), (4096, 4096, 4096), (8, 4096, 1024)]
+    layouts = [("row", "row"), ("col", "row"), ("row", "col"), ("col", "col")]
+    cases = []
+    for i, s in enumerate(shapes):
+        for j, (la, lb) in enumerate(layouts):
+            for d in DTYPES:
+                bias, relu = _COMBOS[(i + j) % 4]
+                cases.append(Case(shape=s, a=la, b=lb, dtype=d, bias=bias, relu=relu))
+    if device != "cuda":  # the interpreter: one layout pair per shape and dtype is enough
+        cases = [c for c in cases if (c.a, c.b) in (("row", "row"), ("col", "col"))
+                 or (c.shape == (72, 80, 40) and c.dtype == "float16")]
+    return cases
+
+
+def _allow_descriptor_loads_under_bounds_check() -> None:
+    """Interpreter only: let TMA descriptor loads through the framework's bounds check.
+
+    The interpreter implements a descriptor load as a masked load called with keyword arguments
+    (cache_modifier=..., eviction_policy=..., is_volatile=...); checks/device.py's bounds-check
+    wrapper takes them positionally only. This adapter passes them on positionally. It changes
+    nothing once the wrapper accepts **kwargs (the lead's fix), and is removed then.
+    """
+    import inspect
+
+    from triton.runtime import interpreter
+
+    cls = type(interpreter.interpreter_builder)
+    current = cls.create_masked_load
+    if getattr(current, "_accepts_keywords", False):
+        return
+    params = inspect.signature(current).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    if not any(p.name == "cache_modifier" for p in params) and not any(
+            p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return
+
+    def load(self, ptrs, mask, other, cache_modifier=None, eviction_policy=None,
+             is_volatile=False):
+        return current(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+
+    load._accepts_keywords = True
+    cls.create_masked_load = load
+
+
+@register(W, "persistent.tma", tier="kernel", uses=("gemm_bias_relu",), cases=_persistent_cases,
+          doc="persistent=True: the persistent TMA-descriptor kernel, row-major and transposed "
+              "operands")
+def persistent_tma(ctx, impl, case):
+    from checks.core import Unavailable
+
+    torch = ctx.torch
+    if ctx.device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        raise Unavailable("the persistent TMA path needs compute capability 9.0 or newer")
+    if ctx.device == "interpreter":
+        _allow_descriptor_loads_under_bounds_check()
+    m, n, k = case.shape
+    a = _operand(ctx, m, k, case.dtype, case.a)
+    b = _operand(ctx, k, n, case.dtype, case.b)
+    bias = _bias(ctx, n, case.bias, scale=2.0)
+    knobs = dict(persistent=True)
+    if ctx.device != "cuda":
+        knobs.update(block_m=32, block_n=32, block_k=16)  # several tiles and K steps per program
+    out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
+    _compare(ctx, out, a, b, bias, case.relu)
+    _note_upcast(ctx, case.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad calls
+# ---------------------------------------------------------------------------------------------
+@register(W, "bad_calls", tier="kernel", uses=("gemm_bias_relu",),
+          doc="bad calls raise TypeError/ValueError naming the argument, before any launch")
+def bad_calls(ctx, impl, case):
+    torch = ctx.torch
+    dev = ctx.torch_device
+    f = impl.gemm_bias_relu
+    a = ctx.randn((8, 16), "float16")
+    b = ctx.randn((16, 12), "float16")
+    bias = ctx.randn((12,), "float32")
+    e = ctx.expect_error
+    e(f, ctx.randn((16,), "float16"), b, mentions=["a", "2-D"], what="a is 1-D")
+    e(f, a, ctx.randn((16,), "float16"), mentions=["b", "2-D"], what="b is 1-D")
+    e(f, a, ctx.randn((2, 16, 12), "float16"), mentions=["b", "2-D"], what="b is 3-D")
+    e(f, a, ctx.randn((15, 12), "float16"), mentions=["K"], what="mismatched K")
+    e(f, a, b.to(torch.bfloat16), mentions=["b", "dtype"], what="mixed dtypes")
+    e(f, a.float(), b.float(), mentions=["a", "float16"], what="float32 operands")
+    e(f, [[1.0]], b, mentions=["a"], what="a not a tensor")
+    e(f, a, b, ctx.randn((13,), "float32"), mentions=["bias", "12"], what="bias of length 13")
+    e(f, a, b, bias.half(), mentions=["bias", "float32"], what="float16 bias")
+    e(f, a, b, bias[None, :], mentions=["bias", "1-D"], what="2-D bias")
+    e(f, a, b, bias, relu="yes", mentions=["relu"], what="relu not a bool")
+    e(f, a, b, block_m=48, mentions=["block_m"], what="block_m not a power of two")
+    e(f, a, b, block_n=8, mentions=["block_n"], what="block_n below 16")
+    e(f, a, b, block_k=512, mentions=["block_k"], what="block_k above 256")
+    e(f, a, b, block_m=32.0, mentions=["block_m"], what="block_m a float")
+    e(f, a, b, group_m=0, mentions=["group_m"], what="group_m = 0")
+    e(f, a, b, group_m=-2, mentions=["group_m"], what="group_m < 0")
+    e(f, a, b, num_warps=3, mentions=["num_warps"], what="num_warps = 3")
+    e(f, a, b, num_warps=32, mentions=["num_warps"], what="num_warps = 32")
+    e(f, a, b, num_stages=0, mentions=["num_stages"], what="num_stages = 0")
+    e(f, a, b, num_stages=9, mentions=["num_stages"], what="num_stages = 9")
+    e(f, a, b, persistent="yes", mentions=["persistent"], what="persistent not a bool")
+    e(f, a, b, block_m=256, block_n=256, num_warps=4, mentions=["num_warps"],
+      what="accumulator too large for the threads")
+    e(f, a, b, persistent=True, block_m=256, block_n=256, num_warps=4, mentions=["num_warps"],
+      what="accumulator too large (persistent)")
+    if ctx.device == "cuda":
+        e(f, a.cpu(), b.cpu(), mentions=["cuda"], what="CPU tensors on a GPU run")
+        e(f, a, b, bias.cpu(), mentions=["bias"], what="bias on the CPU")
+    del dev
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA only
+# ---------------------------------------------------------------------------------------------
+@register(W, "cuda.stream", tier="cuda", uses=("gemm_bias_relu",),
+          cases=[Case(shape=(2048, 2048, 1024), dtype="bfloat16", persistent=p)
+                 for p in (False, None)],
+          doc="launches on the caller's current (non-default) stream")
+def cuda_stream(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    m, n, k = case.shape
+    source_a = ctx.randn((m, k), case.dtype)
+    b = ctx.randn((k, n), case.dtype)
+    bias = _bias(ctx, n, True)
+    knobs = {} if case.persistent is None else dict(persistent=case.persistent)
+    stream = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        busy = torch.randn((4096, 4096), device="cuda")
+        _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
+        a = source_a * 1  # a is written on the side stream, after the busy work
+        out = _run(ctx, impl, a, b, bias, True, **knobs)
+    stream.synchronize()
+    try:
+        _compare(ctx, out, source_a, b, bias, True, name="gemm_bias_relu on a side stream")
+    except CheckFailed as exc:
+        raise CheckFailed(exc.message, hint="launched on the default stream instead of the current "
+                          "one (read a before it was written)") from exc

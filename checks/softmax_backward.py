@@ -1,0 +1,577 @@
+"""Checks for the softmax backward workshop: `softmax_backward(y, dy, dim)` and `Softmax`.
+
+References are independent of the implementation: float64 autograd of `torch.softmax`, central
+finite differences and dense Jacobians, all on the CPU. Low-precision comparisons follow
+FlashAttention's rule: the kernel's error may be at most twice PyTorch's own error at the same
+precision (both against the float64 reference) on top of the dtype's rtol, because a 16-bit y is
+already rounded before the kernel sees it and that rounding moves the true gradient.
+Interpreter runs use small case tables; GPU runs (device == "cuda") add large ones.
+"""
+
+from __future__ import annotations
+
+from checks.core import Case, register
+
+W = "softmax_backward"
+DTYPES = ("float16", "bfloat16", "float32")
+USES = ("softmax_backward",)
+USES_AUTOGRAD = ("Softmax", "softmax_backward", "strided_softmax.softmax")
+
+
+# ---------------------------------------------------------------------------------------------
+# References and helpers (torch/numpy imported inside, so discovery needs the stdlib only)
+# ---------------------------------------------------------------------------------------------
+def _vjp64(y, dy, dim):
+    """The VJP formula y * (dy - <dy, y>) in float64 on the CPU, on exactly these values."""
+    y, dy = y.detach().cpu().double(), dy.detach().cpu().double()
+    return y * (dy - (dy * y).sum(dim, keepdim=True))
+
+
+def _autograd64(x64, dy, dim):
+    """d<dy, softmax(x)>/dx by float64 autograd of torch.softmax (the true gradient at x64)."""
+    x = x64.detach().cpu().double().clone().requires_grad_(True)
+    x.softmax(dim).backward(dy.detach().cpu().double())
+    return x.grad
+
+
+def _torch_slack(y, dy, dim, expected):
+    """Twice PyTorch's own error at y's precision against `expected` (FlashAttention's rule)."""
+    import torch
+
+    theirs = torch._softmax_backward_data(dy, y, dim, y.dtype)
+    return 2.0 * float((theirs.detach().cpu().double() - expected).abs().max())
+
+
+def _fp32_dot_allowance(y, dy, dim):
+    """What a float32 <dy, y> may cost dx: the dot of n terms is good to about
+    (log2(n) + 2) eps32 * sum|dy y| (tree sum plus the products), and dx_i = y_i * (dy_i - dot)
+    inherits y_i times that. PyTorch's CPU kernels accumulate float32 in float64, so their own
+    error (the slack above) can be smaller than this honest float32 bound."""
+    import math
+
+    import torch
+
+    y64, dy64 = y.detach().cpu().double(), dy.detach().cpu().double()
+    n = y.shape[dim]
+    mass = float((dy64 * y64).abs().sum(dim).max()) if y.numel() else 0.0
+    eps32 = torch.finfo(torch.float32).eps
+    return (math.log2(max(n, 1)) + 2) * eps32 * mass * (float(y64.max()) if y.numel() else 0.0)
+
+
+def _atol(y, dy, dim, expected):
+    """The dtype's atol + twice PyTorch's own error + the float32 dot product's allowance."""
+    from checks.compare import tolerance_for
+
+    return (tolerance_for(y.dtype).atol + _torch_slack(y, dy, dim, expected)
+            + _fp32_dot_allowance(y, dy, dim))
+
+
+def _place(t, layout: str):
+    """The values of `t` (logical shape kept) stored in the named memory layout."""
+    import torch
+
+    if layout == "contiguous":
+        return t.contiguous()
+    if layout == "transposed":  # column-major storage: the independent dim may be contiguous
+        return t.t().contiguous().t()
+    if layout == "sliced":  # every other row and column of a NaN-filled buffer
+        m, n = t.shape
+        buf = torch.full((2 * m + 1, 2 * n + 3), float("nan"), dtype=t.dtype, device=t.device)
+        view = buf[1:1 + 2 * m:2, 3:3 + 2 * n:2]
+        view.copy_(t)
+        return view
+    raise ValueError(layout)
+
+
+def _inputs(ctx, shape, dtype, dim, y_layout="contiguous", dy_layout="contiguous", *,
+            scale=2.0, dy_scale=1.0, dy_shift=0.0, dy_uniform=False):
+    """Float64 logits x, y = softmax(x) rounded to `dtype` and dy, each in its layout."""
+    torch = ctx.torch
+    x64 = ctx.randn(shape, "float64", scale=scale, device="cpu")
+    y = _place(x64.softmax(dim).to(getattr(torch, dtype)).to(ctx.torch_device), y_layout)
+    if dy_layout == "broadcast":
+        # constant along the independent dimension, varying along the reduced one: stride 0
+        m, n = shape
+        part = (1, n) if dim in (1, -1) else (m, 1)
+        dy = ctx.randn(part, dtype, scale=dy_scale, shift=dy_shift).expand(shape)
+    elif dy_uniform:  # uniform in [-dy_scale, dy_scale]: near the top of a range, no overflow
+        dy = _place(ctx.rand_like_distinct(shape, dtype, -dy_scale, dy_scale), dy_layout)
+    else:
+        dy = _place(ctx.randn(shape, dtype, scale=dy_scale, shift=dy_shift), dy_layout)
+    return x64, y, dy
+
+
+def _close(got, alt, rtol, atol) -> bool:
+    """got within 4x the tolerance of an alternative answer (NaN agreeing with NaN)."""
+    both_nan = got.isnan() & alt.isnan()
+    near = (got - alt).abs() <= 4 * (atol + rtol * alt.abs())
+    return bool((near | both_nan).all())
+
+
+def _diagnoses(y, dy, dim, rtol, atol, *, extra=()):
+    """Classic softmax-backward mistakes, each recognised by recomputing what it would give."""
+    import torch
+
+    y64, dy64 = y.detach().cpu().double(), dy.detach().cpu().double()
+    d = dim % 2
+
+    def missing_dot(got, exp, bad):
+        if _close(got, y64 * dy64, rtol, atol):
+            return ("missing the - <dy, y> term: the result equals y * dy; subtract each row's "
+                    "dot product <dy, y> from dy before multiplying by y (J = diag(y) - y y^T)")
+        return None
+
+    def wrong_dim(got, exp, bad):
+        if _close(got, _vjp64(y64, dy64, 1 - d), rtol, atol):
+            return (f"reduction over the wrong dimension: the result is the VJP with <dy, y> "
+                    f"summed over dim {1 - d} instead of dim {d} (for dim=0 the kernel must "
+                    "see transposed views of y, dy and dx)")
+        return None
+
+    def dy_strides(got, exp, bad):
+        if dy.stride() == y.stride():
+            return None
+        try:  # dy's memory read with y's strides, as a launcher passing y.stride() for dy would
+            wrong = dy.detach().as_strided(y.shape, y.stride(), dy.storage_offset())
+            if _close(got, _vjp64(y64, wrong, d), rtol, atol):
+                return (f"dy's strides taken from y: dy has strides {dy.stride()} but was read "
+                        f"with y's {y.stride()}; pass dy.stride(0), dy.stride(1) for dy")
+        except RuntimeError:  # y's strides reach outside dy's storage (a broadcast dy)
+            pass
+        if float(bad.double().mean()) < 0.25:  # a few stray elements: not a layout mistake
+            return None
+        return (f"dy's strides taken from y (or dy assumed contiguous)? This case gives dy "
+                f"strides {dy.stride()} and y strides {y.stride()}: each tensor needs its own")
+
+    def low_precision_dot(got, exp, bad):
+        # Undo the formula row by row: implied <dy, y> = dy - dx / y where y is not tiny.
+        yd, dyd = (y64, dy64) if d == 1 else (y64.t(), dy64.t())
+        g = got if d == 1 else got.t()
+        dot = (dyd * yd).sum(1)
+        mass = (dyd * yd).abs().sum(1).clamp_min(1e-300)
+        big = yd > 0.25 * yd.amax(1, keepdim=True)
+        implied = torch.where(big, dyd - g / torch.where(big, yd, torch.ones_like(yd)), torch.nan)
+        implied = implied.nanmedian(1).values
+        off = ((implied - dot).abs() / mass).nan_to_num(0.0)
+        if bool((off > 2e-5).any()) and bool((off < 5e-2).all()):
+            return ("reduction in fp16/bf16: each row's <dy, y> is off by about "
+                    f"{float(off.max()):.1e} of sum|dy y|, the size of a 16-bit rounding; "
+                    "upcast y and dy to float32 before multiplying and summing")
+        return None
+
+    return [missing_dot, wrong_dim, *extra, low_precision_dot, dy_strides]
+
+
+def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, **knobs):
+    """Call softmax_backward and compare with `expected` (float64), naming classic mistakes."""
+    from checks.compare import tolerance_for
+    from checks.core import CheckFailed
+
+    default = tolerance_for(y.dtype)
+    if rtol is None:
+        rtol = default.rtol
+    if atol is None:
+        atol = _atol(y, dy, dim, expected)
+    try:
+        out = ctx.call(impl.softmax_backward, y, dy, dim, expect_shape=y.shape,
+                       expect_dtype=y.dtype, expect_contiguous=True, **knobs)
+    except CheckFailed as exc:
+        if "out-of-bounds" in exc.message and dy.stride() != y.stride():
+            exc.hint = (f"dy's strides taken from y? A load left the tensors' memory in a case "
+                        f"where dy has strides {dy.stride()} and y has {y.stride()}: pass "
+                        "dy's own strides for dy")
+        raise
+    ctx.assert_close(out, expected, rtol=rtol, atol=atol,
+                     name=name or f"softmax_backward(y, dy, dim={dim})",
+                     diagnose=_diagnoses(y, dy, dim, rtol, atol))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# cpu tier: the math, in NumPy float64
+# ---------------------------------------------------------------------------------------------
+def _numpy_softmax(x):
+    import numpy as np
+
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _numpy_vjp(y, dy):
+    return y * (dy - (dy * y).sum(axis=-1, keepdims=True))
+
+
+_CPU_WIDTHS = [Case(width=n) for n in (1, 2, 3, 8, 33)]
+
+
+@register(W, "vjp_formula.finite_differences", tier="cpu", cases=_CPU_WIDTHS,
+          doc="y * (dy - <dy, y>) equals central finite differences of <dy, softmax(x)> (float64)")
+def vjp_formula_finite_differences(ctx, impl, case):
+    import numpy as np
+
+    rng = ctx.numpy_rng()
+    x = rng.standard_normal((3, case.width)) * 2.0
+    dy = rng.standard_normal((3, case.width))
+    analytic = _numpy_vjp(_numpy_softmax(x), dy)
+    # Central differences of L(x) = <dy, softmax(x)>, row by row (rows are independent, so one
+    # perturbed column serves all rows at once). The error is truncation h^2/6 |L'''| plus
+    # rounding ~eps64 |L| / h; both balance at h ~ (3 eps64)^(1/3) ~ 9e-6, so h = 1e-5 and the
+    # error is about 1e-10 * max|dy| (softmax's derivatives are bounded by small constants).
+    h = 1e-5
+    numeric = np.empty_like(x)
+    for j in range(case.width):
+        step = np.zeros_like(x)
+        step[:, j] = h
+        up = (dy * _numpy_softmax(x + step)).sum(axis=-1)
+        down = (dy * _numpy_softmax(x - step)).sum(axis=-1)
+        numeric[:, j] = (up - down) / (2 * h)
+    worst = float(np.abs(analytic - numeric).max())
+    allowed = 1e-8 * max(1.0, float(np.abs(dy).max()))  # 100x the expected 1e-10
+    ctx.max_error, ctx.tolerance = worst, allowed
+    if worst > allowed:
+        ctx.fail(f"formula vs central differences: max |difference| {worst:.3g} > {allowed:.3g}",
+                 hint="the VJP of softmax is y * (dy - <dy, y>)")
+
+
+@register(W, "vjp_formula.dense_jacobian", tier="cpu", cases=_CPU_WIDTHS,
+          doc="J = diag(y) - y y^T is symmetric, annihilates constants, and J^T dy = the formula")
+def vjp_formula_dense_jacobian(ctx, impl, case):
+    import numpy as np
+
+    rng = ctx.numpy_rng()
+    worst = 0.0
+    for _ in range(3):
+        y = _numpy_softmax(rng.standard_normal(case.width) * 2.0)
+        dy = rng.standard_normal(case.width)
+        jac = np.diag(y) - np.outer(y, y)  # d y_i / d x_j
+        worst = max(worst,
+                    float(np.abs(jac.T @ dy - _numpy_vjp(y, dy)).max()),  # the formula
+                    float(np.abs(jac - jac.T).max()),  # symmetric: J^T dy = J dy
+                    float(np.abs(jac @ np.ones(case.width)).max()))  # softmax(x + c) = softmax(x)
+    allowed = 1e-14 * case.width  # a few float64 roundings per entry of sums over `width` terms
+    ctx.max_error, ctx.tolerance = worst, allowed
+    if worst > allowed:
+        ctx.fail(f"dense Jacobian identities off by {worst:.3g} > {allowed:.3g}")
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel tier: softmax_backward against float64 autograd
+# ---------------------------------------------------------------------------------------------
+def _values_cases(device: str) -> list[Case]:
+    shapes = [(1, 1), (3, 5), (4, 17), (2, 1024), (3, 1000), (2, 4097)]
+    knobbed = [((3, 1000), dict(block_n=128)), ((2, 3000), dict(block_n=1024)),
+               ((5, 33), dict(block_m=4, block_n=16))]
+    if device == "cuda":
+        shapes += [(64, 1000), (128, 1024), (37, 4097), (256, 16384), (16, 32768), (4, 131072),
+                   (1823, 781), (8192, 64)]
+        knobbed += [((64, 16384), dict(block_n=4096, num_warps=8)),
+                    ((256, 2048), dict(block_m=4, num_warps=8))]
+    cases = [Case(shape=s, dtype=d) for s in shapes for d in DTYPES]
+    cases += [Case(shape=s, dtype=d, **k) for s, k in knobbed for d in DTYPES]
+    return cases
+
+
+@register(W, "backward.values", tier="kernel", uses=USES, cases=_values_cases,
+          doc="contiguous rows, ragged widths, all dtypes, both the one-pass and looped paths")
+def backward_values(ctx, impl, case):
+    knobs = {k: case[k] for k in ("block_m", "block_n", "num_warps") if k in case}
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, -1)
+    _check_vjp(ctx, impl, y, dy, -1, _autograd64(x64, dy, -1), **knobs)
+
+
+_LAYOUTS = [("contiguous", "contiguous"), ("transposed", "transposed"), ("sliced", "sliced"),
+            ("contiguous", "broadcast"), ("contiguous", "transposed"), ("transposed", "sliced")]
+
+
+def _layout_cases(device: str) -> list[Case]:
+    shapes = [(5, 37), (33, 200)]
+    if device == "cuda":
+        shapes += [(512, 1000), (1000, 4096), (64, 20000)]
+    return [Case(shape=s, dim=dim, y=ly, dy=ld, dtype=dt) for s in shapes for dim in (-1, 0)
+            for ly, ld in _LAYOUTS for dt in DTYPES]
+
+
+@register(W, "backward.layouts", tier="kernel", uses=USES, cases=_layout_cases,
+          doc="transposed, sliced (NaN between the elements) and broadcast (stride 0) inputs")
+def backward_layouts(ctx, impl, case):
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim, case.y, case.dy)
+    _check_vjp(ctx, impl, y, dy, case.dim, _autograd64(x64, dy, case.dim))
+
+
+@register(W, "backward.dim", tier="kernel", uses=USES,
+          cases=[Case(shape=(6, 19), dim=d, dtype=t) for d in (-1, 1, 0, -2)
+                 for t in ("float16", "float32")],
+          doc="dim both ways, negative and positive, on a non-square tensor")
+def backward_dim(ctx, impl, case):
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim)
+    _check_vjp(ctx, impl, y, dy, case.dim, _autograd64(x64, dy, case.dim))
+
+
+def _extreme_cases(device: str) -> list[Case]:
+    return ([Case(kind="one_hot", dtype=d) for d in DTYPES]
+            + [Case(kind="tiny_probabilities", dtype=d) for d in DTYPES]
+            + [Case(kind="huge_dy", dtype=d) for d in DTYPES]
+            + [Case(kind="uniform", dtype=d) for d in DTYPES])
+
+
+# |dy| near the top of each range. fp16: |dx_i| = y_i (1 - y_i) |dy_i - (others' mean)| is at
+# most 2 * 3e4 / 4 = 1.5e4 < 65504, so the exact answer is finite.
+_HUGE = {"float16": 3e4, "bfloat16": 1e30, "float32": 1e30}
+
+
+@register(W, "backward.extreme", tier="kernel", uses=USES, cases=_extreme_cases,
+          doc="one-hot y, probabilities below the fp16 subnormals, huge dy, uniform rows")
+def backward_extreme(ctx, impl, case):
+    torch = ctx.torch
+    shape = (4, 33)
+    if case.kind == "one_hot":  # logits 1e4 apart: y is exactly 0 or 1, dx exactly 0
+        x64, y, dy = _inputs(ctx, shape, case.dtype, -1, scale=1e4)
+    elif case.kind == "tiny_probabilities":  # many y far below 2^-24 (0 in fp16), some subnormal
+        x64, y, dy = _inputs(ctx, shape, case.dtype, -1, scale=12.0)
+    elif case.kind == "huge_dy":  # products dy * y stay finite only in float32 arithmetic
+        x64, y, dy = _inputs(ctx, shape, case.dtype, -1, dy_scale=_HUGE[case.dtype],
+                               dy_uniform=True)
+    else:  # equal logits: y = 1/33 everywhere
+        x64 = torch.zeros(shape, dtype=torch.float64)
+        y = x64.softmax(-1).to(getattr(torch, case.dtype)).to(ctx.torch_device)
+        dy = ctx.randn(shape, case.dtype)
+    out = _check_vjp(ctx, impl, y, dy, -1, _autograd64(x64, dy, -1))
+    if not bool(out.isfinite().all()):
+        ctx.fail("softmax_backward returned Inf or NaN for finite inputs",
+                 hint="overflow: multiply and sum in float32, round once at the store")
+
+
+def _reduction_cases(device: str) -> list[Case]:
+    cases = [Case(shape=(4, 2048), dtype="float16"), Case(shape=(3, 3000), dtype="float16",
+                                                          block_n=1024)]
+    if device == "cuda":
+        cases += [Case(shape=(64, 16384), dtype=d) for d in ("float16", "bfloat16")]
+        cases += [Case(shape=(64, 4096), dtype="bfloat16")]
+    return cases
+
+
+@register(W, "backward.fp32_reduction", tier="kernel", uses=USES, cases=_reduction_cases,
+          doc="16-bit inputs, dy = 60 + noise: <dy, y> ~ 60 cancels against dy, float32 survives")
+def backward_fp32_reduction(ctx, impl, case):
+    from checks.compare import tolerance_for
+
+    knobs = {k: case[k] for k in ("block_n",) if k in case}
+    # dy = 60 + N(0, 1): each dy - <dy, y> is O(1) while <dy, y> ~ 60. An fp16 <dy, y> is only
+    # good to ~eps16 * 60 ~ 0.03 and that error reaches every dx; a float32 one to ~1e-5.
+    _, y, dy = _inputs(ctx, case.shape, case.dtype, -1, dy_shift=60.0)
+    expected = _vjp64(y, dy, -1)  # the kernel's exact inputs: only its arithmetic is judged
+    default = tolerance_for(y.dtype)
+    # Beyond one rounding at the store (rtol), only the float32 dot product's own error.
+    atol = default.atol + _fp32_dot_allowance(y, dy, -1)
+    _check_vjp(ctx, impl, y, dy, -1, expected, rtol=default.rtol, atol=atol, **knobs)
+
+
+@register(W, "backward.fresh_output", tier="kernel", uses=USES,
+          cases=[Case(shape=(6, 40), dtype=d) for d in DTYPES],
+          doc="inputs bitwise unchanged (also with dy = y), a new contiguous output every call")
+def backward_fresh_output(ctx, impl, case):
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, 0, "transposed", "sliced")
+    first = _check_vjp(ctx, impl, y, dy, 0, _autograd64(x64, dy, 0))  # ctx.call checks inputs
+    second = ctx.call(impl.softmax_backward, y, dy, 0)
+    if first.data_ptr() == second.data_ptr():
+        ctx.fail("two calls returned the same memory", hint="allocate a fresh output every call")
+    # y passed as dy as well (aliased inputs): d<y, softmax(x)>/dx with dy = y
+    _check_vjp(ctx, impl, y, y, 0, _autograd64(x64, y, 0), name="softmax_backward(y, y, dim=0)")
+
+
+def _dense_cases(device: str) -> list[Case]:
+    width = 2048 if device == "cuda" else 64
+    return [Case(shape=(8, width), dtype="float32", dim=-1),
+            Case(shape=(width, 8), dtype="float16", dim=0)]
+
+
+@register(W, "backward.no_dense_jacobian", tier="kernel", uses=USES, cases=_dense_cases,
+          doc="no tensor of width^2 elements is created (no N x N Jacobian); GPU: peak memory")
+def backward_no_dense_jacobian(ctx, impl, case):
+    width = case.shape[case.dim]
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim)
+    with ctx.track_allocations() as log:
+        out = ctx.call(impl.softmax_backward, y, dy, case.dim)
+    big = [(shape, str(dtype)) for shape, dtype in log if _numel(shape) >= width * width]
+    if big:
+        ctx.fail(f"softmax_backward created {len(big)} tensor(s) with >= width^2 = {width ** 2} "
+                 f"elements, e.g. shape {big[0][0]} {big[0][1]}",
+                 hint="dense Jacobian: J = diag(y) - y y^T is never needed; J^T dy = "
+                      "y * (dy - <dy, y>) takes one dot product per row")
+    if log.peak_bytes is not None:
+        limit = width * width * y.element_size()  # a single row's Jacobian
+        if log.peak_bytes >= limit:
+            ctx.fail(f"peak device memory rose by {log.peak_bytes} bytes >= {limit}, one "
+                     "row's Jacobian", hint="dense Jacobian: compute J^T dy without J")
+    expected = _autograd64(x64, dy, case.dim)
+    ctx.assert_close(out, expected, atol=_atol(y, dy, case.dim, expected), name="softmax_backward")
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+@register(W, "bad_calls", tier="kernel", uses=USES,
+          doc="bad calls raise TypeError/ValueError naming the argument, before any launch")
+def bad_calls(ctx, impl, case):
+    torch = ctx.torch
+    dev = ctx.torch_device
+    fn = impl.softmax_backward
+    y = ctx.randn((4, 8)).softmax(-1)
+    dy = ctx.randn((4, 8))
+    ctx.expect_error(fn, y, ctx.randn((4, 9)), mentions=["dy", "shape"], what="y/dy shape mismatch")
+    ctx.expect_error(fn, y, ctx.randn((8, 4)), mentions=["dy", "shape"],
+                     what="y/dy transposed shapes")
+    ctx.expect_error(fn, y, dy.half(), mentions=["dy", "dtype"], what="y/dy dtype mismatch")
+    ctx.expect_error(fn, y.to(torch.int32), dy.to(torch.int32), mentions=["y"],
+                     what="integer dtype")
+    ctx.expect_error(fn, y.double(), dy.double(), mentions=["y", "float64"],
+                     what="float64 (not supported by the kernel)")
+    ctx.expect_error(fn, y, [[0.0] * 8] * 4, mentions=["dy"], what="dy not a tensor")
+    ctx.expect_error(fn, y[0], dy[0], mentions=["2-D"], what="1-D input")
+    ctx.expect_error(fn, y[None], dy[None], mentions=["2-D"], what="3-D input")
+    ctx.expect_error(fn, y, dy, 2, mentions=["dim"], what="dim=2 on a 2-D tensor")
+    ctx.expect_error(fn, y, dy, -3, mentions=["dim"], what="dim=-3 on a 2-D tensor")
+    ctx.expect_error(fn, y, dy, 1.0, mentions=["dim"], what="dim not an int")
+    ctx.expect_error(fn, y, dy, block_n=100, mentions=["block_n"], what="block_n not 2^k")
+    ctx.expect_error(fn, y, dy, block_m=0, mentions=["block_m"], what="block_m = 0")
+    ctx.expect_error(fn, y, dy, num_warps=3, mentions=["num_warps"], what="num_warps not 2^k")
+    if ctx.device == "cuda":
+        ctx.expect_error(fn, y.cpu(), dy.cpu(), mentions=["cuda"], what="CPU tensors, GPU run")
+        ctx.expect_error(fn, y, dy.cpu(), mentions=["dy"], what="dy on another device")
+    del dev
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel tier: the autograd function
+# ---------------------------------------------------------------------------------------------
+def _apply_cases(device: str) -> list[Case]:
+    shape = (5, 37) if device != "cuda" else (300, 2000)
+    return [Case(shape=shape, dim=dim, x=layout, loss=loss, dtype=d)
+            for dim in (-1, 0) for layout in ("contiguous", "transposed")
+            for loss in ("weighted", "column_sums") for d in DTYPES
+            # column_sums with dim=0 makes dy constant along the reduced dimension, where the
+            # exact gradient is 0 and only rounding noise is left to compare
+            if not (loss == "column_sums" and (layout == "transposed" or dim == 0))]
+
+
+def _loss(y, w, kind):
+    # weighted: dy = w (contiguous). column_sums: autograd hands backward a dy = w[0] expanded
+    # along dim 0, a stride-0 tensor.
+    return (y * w).sum() if kind == "weighted" else (y.sum(0) * w[0]).sum()
+
+
+@register(W, "autograd.softmax_apply", tier="kernel", uses=USES_AUTOGRAD, cases=_apply_cases,
+          doc="gradients of Softmax.apply(x, dim) match torch.softmax's float64 gradients")
+def autograd_softmax_apply(ctx, impl, case):
+    from checks.compare import tolerance_for
+    from checks.context import call_learner
+
+    torch = ctx.torch
+    dtype = getattr(torch, case.dtype)
+    x = _place(ctx.randn(case.shape, case.dtype, scale=2.0), case.x).requires_grad_(True)
+    w = ctx.randn(case.shape, case.dtype)
+    x_saved = x.detach().clone()
+
+    y = call_learner(impl.Softmax.apply, x, case.dim, label="Softmax.apply")
+    if not isinstance(y, torch.Tensor) or y.shape != x.shape or y.dtype != dtype:
+        ctx.fail(f"Softmax.apply returned {type(y).__name__} "
+                 f"{getattr(y, 'shape', '')} {getattr(y, 'dtype', '')}, expected {dtype} "
+                 f"{tuple(x.shape)}", hint="forward returns the softmax of x, same shape and dtype")
+    if y.grad_fn is None:
+        ctx.fail("Softmax.apply's output has no grad_fn", hint="call it on an x that requires grad")
+    call_learner(_loss(y, w, case.loss).backward, label="backward through Softmax")
+    if not torch.equal(x.detach(), x_saved):
+        ctx.fail("Softmax wrote into x", hint="inputs must never be written")
+    if x.grad is None:
+        ctx.fail("x.grad is None after backward", hint="backward must return (dx, None)")
+
+    x64 = x.detach().cpu().double().requires_grad_(True)
+    _loss(x64.softmax(case.dim), w.cpu().double(), case.loss).backward()
+    expected = x64.grad
+    # PyTorch's own gradient at this precision sets the slack (FlashAttention's rule).
+    x_lp = x.detach().clone().requires_grad_(True)
+    _loss(x_lp.softmax(case.dim), w, case.loss).backward()
+    slack = 2.0 * float((x_lp.grad.cpu().double() - expected).abs().max())
+    tol = tolerance_for(dtype)
+    # What the upstream gradient was, to recognise "saved x instead of y".
+    dy = w if case.loss == "weighted" else w[0].expand(case.shape)
+
+    def saved_x(got, exp, bad):
+        if _close(got, _vjp64(x.detach(), dy, case.dim), 0.02, tol.atol + slack):
+            return ("saved x instead of y: the gradient equals the VJP formula evaluated at x; "
+                    "save the forward's output y with ctx.save_for_backward(y)")
+        return None
+
+    ctx.assert_close(x.grad, expected, rtol=tol.rtol, atol=tol.atol + slack,
+                     name=f"x.grad of Softmax.apply(x, dim={case.dim})",
+                     diagnose=[saved_x] + _diagnoses(y.detach(), dy, case.dim, tol.rtol,
+                                                     tol.atol + slack))
+
+
+@register(W, "autograd.finite_differences", tier="kernel", uses=USES_AUTOGRAD,
+          cases=[Case(shape=(3, 33), dim=-1), Case(shape=(20, 6), dim=0)],
+          doc="float32 Softmax.apply gradient against float64 central finite differences")
+def autograd_finite_differences(ctx, impl, case):
+    from checks.context import call_learner
+
+    torch = ctx.torch
+    # The kernels are float32 at best, so torch.autograd.gradcheck (float64) does not apply:
+    # we differentiate the float64 function L(x) = <dy, softmax(x)> numerically instead.
+    x32 = ctx.randn(case.shape, "float32", scale=2.0, device="cpu")
+    dy32 = ctx.randn(case.shape, "float32", device="cpu")
+    x64, dy64 = x32.double(), dy32.double()  # the exact points the kernel sees
+    # Central differences with h = 1e-5 (truncation h^2/6 |L'''| and rounding eps64 |L| / h
+    # balance near (3 eps64)^(1/3) ~ 9e-6): about 1e-10 * max|dy| of error, negligible below.
+    h = 1e-5
+    numeric = torch.empty_like(x64)
+    d = case.dim % 2
+    for j in range(case.shape[d]):
+        step = torch.zeros_like(x64)
+        step.select(d, j).fill_(h)
+        up = (dy64 * (x64 + step).softmax(case.dim)).sum(case.dim, keepdim=True)
+        down = (dy64 * (x64 - step).softmax(case.dim)).sum(case.dim, keepdim=True)
+        numeric.select(d, j).copy_(((up - down) / (2 * h)).squeeze(d))
+
+    x = x32.to(ctx.torch_device).requires_grad_(True)
+    y = call_learner(impl.Softmax.apply, x, case.dim, label="Softmax.apply")
+    call_learner(y.backward, dy32.to(ctx.torch_device), label="backward through Softmax")
+    if x.grad is None:
+        ctx.fail("x.grad is None after backward", hint="backward must return (dx, None)")
+    # Tolerance for the float32 kernels: the forward's y is off by a few eps32 relative (exp,
+    # sum, divide), the fp32 <dy, y> by about (log2 n + 2) eps32 * sum|dy y| <= that * max|dy|,
+    # and dx_i = y_i * (dy_i - <dy, y>) inherits both with y_i <= 1: so
+    # |error| <= ~16 eps32 * max|dy| (log2 33 + 2 ~ 7, plus ~5 from y, doubled for margin).
+    eps32 = torch.finfo(torch.float32).eps
+    atol = 16 * eps32 * float(dy64.abs().max())
+    ctx.assert_close(x.grad, numeric, rtol=1e-5, atol=atol,
+                     name="x.grad vs central differences",
+                     diagnose=_diagnoses(y.detach(), dy32, case.dim, 1e-5, atol))
+
+
+# ---------------------------------------------------------------------------------------------
+# cuda tier
+# ---------------------------------------------------------------------------------------------
+@register(W, "cuda.stream", tier="cuda", uses=USES,
+          cases=[Case(shape=(512, 4096), dtype="float16")],
+          doc="launches on the caller's current (non-default) stream")
+def cuda_stream(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    x64, y_src, dy_src = _inputs(ctx, case.shape, case.dtype, -1)
+    expected = _autograd64(x64, dy_src, -1)
+    stream = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        busy = torch.randn((4096, 4096), device="cuda")
+        _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
+        y, dy = y_src * 1, dy_src * 1  # written on the side stream, after the busy work
+        out = ctx.call(impl.softmax_backward, y, dy, -1)
+    stream.synchronize()
+    ctx.assert_close(out, expected, atol=_atol(y_src, dy_src, -1, expected),
+                     name="softmax_backward on a side stream",
+                     diagnose=[lambda g, e, bad: "launched on the default stream instead of the "
+                               "current one (read y and dy before they were written)"])

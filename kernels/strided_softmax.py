@@ -1,0 +1,303 @@
+"""Strided softmax: softmax over either dimension of a 2-D tensor with arbitrary strides.
+
+What you will learn
+- Address arithmetic with both strides: element (i, j) of a view lives at
+  `base + i * stride_0 + j * stride_1`, whatever the view is (transposed, sliced, stepped, a
+  storage offset, or broadcast with a stride of 0). The kernel is handed the strides and reads
+  the view in place: it never copies the input.
+- Softmax over dim 0 is softmax over the rows of the transposed view: swap the two sizes and the
+  two strides, copy nothing. Every call becomes "reduce along R, independent along I".
+- Two ways to give a program its work, picked from the strides:
+  * path A (`softmax_along_kernel`): a program owns whole rows; its lanes run along each row.
+    Right when the row is the contiguous dimension: each load is one coalesced stretch.
+  * path B (`softmax_across_kernel`): a program owns BLOCK_I neighbouring rows that sit next to
+    each other in memory (a transposed input); its lanes run across the rows, so each load is
+    coalesced along the contiguous dimension, and it walks down the rows in chunks of BLOCK_R,
+    keeping a running (max, sum) per row.
+- Tail ownership in two flavours: lanes past the end of a row are loaded as -inf (they take part
+  in the max and the sum, and must change neither); lanes past the last row compute throwaway
+  values and are never stored.
+
+Limitations
+- x is 2-D, float16, bfloat16 or float32; statistics in float32, one rounding at the store.
+- Any width works: up to `_MAX_ONE_BLOCK` elements a row is held in registers (one read, one
+  write); wider rows take a second pass over the input (one more read). Very wide rows with few
+  of them leave most of the GPU idle: that is the split softmax workshop's subject.
+- Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
+- Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+from ._validate import check_device, check_dim, check_int_range, check_power_of_two, check_tensor
+
+_MAX_ONE_BLOCK = 32768  # path A: widest row held in registers (16 warps: 64 fp32 per thread)
+_MAX_TILE = 65536  # most elements one program may hold in one block (block_r * block_i)
+_ROW_TILE = 2048  # path A: narrow rows are packed block_i to a program up to this many elements
+_STRIP_TILE = 16384  # path B: largest (rows-in-one-block x BLOCK_I) tile kept in registers
+_CHUNK_TILE = 4096  # path B: chunk of a two-pass walk (BLOCK_R x BLOCK_I)
+PATHS = ("A", "B")
+
+# Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
+# out keeps the launcher's default). The knobs mean the same thing on both paths:
+#   block_r: elements along the reduction per block (one block when it covers the whole row),
+#   block_i: rows per program, num_warps: warps per program, num_stages: software pipelining
+#   depth of the two-pass loops. The sweep runs every entry on a contiguous (path A) and on a
+#   transposed (path B) 4096 x 4096 tensor; an entry whose tile is too large raises ValueError.
+CONFIGS = (
+    # path A, whole 4096-wide row in one block: warps per row (elements per thread 64 .. 8)
+    [dict(num_warps=w) for w in (2, 4, 8, 16)]
+    # path A, two rows per program; a two-pass walk in 1024/2048 chunks (reads x twice)
+    + [dict(block_i=2, num_warps=w) for w in (8, 16)]
+    + [dict(block_r=r, num_warps=w) for r in (1024, 2048) for w in (4, 8)]
+    # path B two-pass tiles (BLOCK_R x BLOCK_I): both sides >= 32 keep loads and stores coalesced
+    + [dict(block_r=r, block_i=i, num_warps=w, num_stages=s)
+       for r, i in ((32, 64), (64, 64), (32, 128), (64, 128), (128, 64), (16, 256))
+       for w in (4, 8) for s in (2, 3)]
+    # path B with the whole 4096-long reduction in registers: narrow strips of 4 or 8 rows
+    + [dict(block_r=4096, block_i=i, num_warps=w) for i in (4, 8) for w in (8, 16)]
+)
+
+
+class Plan(NamedTuple):
+    """How `softmax(x, dim)` runs: the normalised problem and the launch knobs."""
+
+    path: str  # "A": lanes along each row; "B": lanes across neighbouring rows
+    n_r: int  # length of the reduction (the softmax rows)
+    n_i: int  # number of independent rows
+    stride_xr: int  # input: step between neighbours along the reduction
+    stride_xi: int  # input: step between neighbouring rows
+    stride_or: int  # output (contiguous): the same two steps
+    stride_oi: int
+    block_r: int  # elements along the reduction per block
+    block_i: int  # rows per program
+    one_block: bool  # the whole reduction fits one block (one read of x instead of two)
+    num_warps: int
+    num_stages: int | None  # None: Triton's default
+    grid: int  # number of programs
+
+
+@triton.jit
+def _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok):
+    """x[i, r] in float32 for a tile of (i, r) index pairs (i and r broadcast to the tile shape).
+
+    Every load of x in both kernels goes through here, so the address arithmetic, the masks and
+    the upcast are written once.
+    """
+    # TODO(softmax): load the tile of x at row i, position r of the normalised problem:
+    # the address is x_ptr + i * stride_xi + r * stride_xr (both strides: any view works).
+    # Mask with i_ok & r_ok. Lanes past the end of a row (r_ok false) must load -inf: they take
+    # part in the max and the sum and must change neither. Convert to float32 (statistics stay
+    # in fp32; the interpreter has no bf16 arithmetic). Lanes past the last row (i_ok false) are
+    # never stored: set them to 0.0, so they compute harmless numbers instead of
+    # -inf - (-inf) = NaN.
+    pass
+    return x
+
+
+@triton.jit
+def softmax_along_kernel(
+    x_ptr, out_ptr,  # pointers
+    n_i, n_r,  # sizes: rows, elements per row (the reduction)
+    stride_xi, stride_xr,  # input strides: between rows, along a row (any value, 0 included)
+    stride_oi, stride_or,  # output strides (the output is contiguous; one of them is 1)
+    BLOCK_I: tl.constexpr,  # rows per program (several for narrow rows)
+    BLOCK_R: tl.constexpr,  # elements of a row per block
+    ONE_BLOCK: tl.constexpr,  # BLOCK_R >= n_r: the row stays in registers, x is read once
+):
+    """Path A: each program owns BLOCK_I whole rows; lanes run along the rows."""
+    pid = tl.program_id(0).to(tl.int64)  # int64 before any stride multiply: spans pass 2^31
+    i = (pid * BLOCK_I + tl.arange(0, BLOCK_I))[:, None]  # (BLOCK_I, 1) rows of this program
+    i_ok = i < n_i  # the last program may own rows past the end
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[None, :]  # (1, BLOCK_R) positions along a row
+    out_rows = out_ptr + i * stride_oi  # (BLOCK_I, 1)
+    if ONE_BLOCK:
+        r_ok = r0 < n_r
+        x = _load_x(x_ptr, i, r0, stride_xi, stride_xr, i_ok, r_ok)  # (BLOCK_I, BLOCK_R)
+        # TODO(softmax): softmax of each row of the tile: subtract the row max (so no exp
+        # overflows), exponentiate, divide by the row sum, and store rounded once to the output
+        # dtype at out_rows + r0 * stride_or, masked to real rows and real columns.
+        pass
+    else:
+        # Pass 1: walk the row block by block with a running (max m, sum s of exp(x - m)).
+        m = tl.full([BLOCK_I], -float("inf"), tl.float32)
+        s = tl.zeros([BLOCK_I], tl.float32)
+        for start in range(0, n_r, BLOCK_R):
+            r = start + r0
+            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)
+            m_new = tl.maximum(m, tl.max(x, axis=1))
+            # A row whose values so far are all -inf (masked logits) still has m_new = -inf:
+            # shift by 0 then, so -inf - (-inf) never makes a NaN.
+            shift = tl.where(m_new == -float("inf"), 0.0, m_new)
+            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), axis=1)
+            m = m_new
+        # Pass 2: read the row again, normalise with the final statistics, store.
+        for start in range(0, n_r, BLOCK_R):
+            r = start + r0
+            r_ok = r < n_r
+            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)
+            y = tl.exp(x - m[:, None]) / s[:, None]
+            tl.store(out_rows + r * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
+
+
+@triton.jit
+def softmax_across_kernel(
+    x_ptr, out_ptr,  # pointers
+    n_i, n_r,  # sizes: rows, elements per row (the reduction)
+    stride_xi, stride_xr,  # input strides: between rows (small: the contiguous one), along a row
+    stride_oi, stride_or,  # output strides (the output is contiguous; one of them is 1)
+    BLOCK_I: tl.constexpr,  # neighbouring rows per program: the coalesced side of every load
+    BLOCK_R: tl.constexpr,  # elements of each row per chunk
+    ONE_BLOCK: tl.constexpr,  # BLOCK_R >= n_r: the strip stays in registers, x is read once
+):
+    """Path B: each program owns BLOCK_I neighbouring rows; lanes run across them.
+
+    Tiles are (BLOCK_R, BLOCK_I): axis 0 walks along the rows (the reduction), axis 1 runs
+    across rows, which is the contiguous direction of a transposed input. Statistics are per
+    row, that is per column of the tile.
+    """
+    pid = tl.program_id(0).to(tl.int64)  # int64 before any stride multiply: spans pass 2^31
+    i = (pid * BLOCK_I + tl.arange(0, BLOCK_I))[None, :]  # (1, BLOCK_I) rows of this program
+    i_ok = i < n_i
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]  # (BLOCK_R, 1) positions along the rows
+    out_rows = out_ptr + i * stride_oi  # (1, BLOCK_I)
+    if ONE_BLOCK:
+        r_ok = r0 < n_r
+        x = _load_x(x_ptr, i, r0, stride_xi, stride_xr, i_ok, r_ok)  # (BLOCK_R, BLOCK_I)
+        m = tl.max(x, axis=0)  # (BLOCK_I,)
+        numerator = tl.exp(x - m[None, :])
+        y = numerator / tl.sum(numerator, axis=0)[None, :]
+        tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
+    else:
+        m = tl.full([BLOCK_I], -float("inf"), tl.float32)  # running max of each row
+        s = tl.zeros([BLOCK_I], tl.float32)  # running sum of exp(x - m) of each row
+        for start in range(0, n_r, BLOCK_R):
+            r = start + r0
+            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)  # (BLOCK_R, BLOCK_I)
+            # TODO(softmax): fold this chunk into the running statistics of each row
+            # (column of the tile): m_new = max(m, chunk max); rescale the old sum by
+            # exp(m - m_new) and add the chunk's sum of exp(x - m_new). While a row has seen
+            # only -inf, m_new is -inf: shift by 0 instead, so -inf - (-inf) never makes a NaN.
+            pass
+        for start in range(0, n_r, BLOCK_R):
+            r = start + r0
+            r_ok = r < n_r
+            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)
+            # TODO(softmax): second pass: normalise the chunk with the final (m, s) of each
+            # row and store it rounded to the output dtype at out_rows + r * stride_or, masked.
+            pass
+
+
+def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int) -> str:
+    """Path B when neighbouring rows are closer in memory than neighbours along a row.
+
+    Lanes of a warp that touch adjacent addresses share memory transactions (coalescing). Path A
+    puts the lanes along a row, path B across rows, so we give the lanes the dimension with the
+    smaller stride: a transposed input (stride_i = 1 < stride_r) wants path B; contiguous rows,
+    or views where neither dimension is contiguous but a row's own elements are at least as
+    close (a stepped slice x[::2, ::3]), stay on path A. Ties, including broadcast views with
+    both strides 0, go to path A. A dimension of size 1 never moves, so its stride is ignored.
+    """
+    if n_i == 1:
+        return "A"  # a single row: nothing to spread lanes across
+    if n_r == 1:
+        return "B"  # rows of one element: the lanes can only run across rows
+    return "B" if stride_i < stride_r else "A"
+
+
+def _pow2(n: int) -> int:
+    return triton.next_power_of_2(max(int(n), 1))
+
+
+def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
+         block_i: int | None = None, num_warps: int | None = None,
+         num_stages: int | None = None, path: str | None = None) -> Plan:
+    """Validate the knobs and decide how `softmax(x, dim, ...)` will run (nothing is launched)."""
+    check_tensor("x", x, ndim=2)
+    dim = check_dim(dim, 2)
+    if block_r is not None:
+        check_power_of_two("block_r", block_r, 2, _MAX_TILE)
+    if block_i is not None:
+        check_power_of_two("block_i", block_i, 1, 1024)
+    if num_warps is not None:
+        check_power_of_two("num_warps", num_warps, 1, 16)
+    if num_stages is not None:
+        check_int_range("num_stages", num_stages, 1, 8)
+    if path is not None and path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS} or None, got {path!r}")
+
+    # Normalise to "reduce along R, independent along I". The output is a new contiguous
+    # tensor of x's shape, so its strides are (n_cols, 1) whatever x's are.
+    n_rows, n_cols = x.shape
+    x_strides = x.stride()
+    out_strides = (n_cols, 1)
+    # TODO(softmax, plan): give the sizes and strides of the two roles, for x and for the
+    # output. For dim=1 the rows of x are the softmax rows. For dim=0 the softmax rows are the
+    # rows of x.t(): swap the two sizes and the two strides; nothing is copied.
+    pass
+
+    path = path or _choose_path(n_r, n_i, stride_xr, stride_xi)
+    if path == "A":
+        # Whole row in one block when it fits (x read once); wider rows loop in 8192 chunks.
+        if block_r is None:
+            block_r = max(_pow2(n_r), 2) if n_r <= _MAX_ONE_BLOCK else 8192
+        # Narrow rows: pack several to a program so each still moves a useful amount of data.
+        if block_i is None:
+            block_i = min(max(_ROW_TILE // block_r, 1), _pow2(n_i))
+    else:
+        # Rows per program are the coalesced side of every load: 16 fp16 values (32 bytes) fill
+        # one memory sector, 64 fill a 128-byte line. Short rows: as many rows as fit with
+        # the whole reduction in registers (x read once). Long rows: 64 rows, two passes.
+        if block_i is None:
+            if block_r is None and _pow2(n_r) * 16 <= _STRIP_TILE:
+                block_i = _STRIP_TILE // _pow2(n_r)
+            else:
+                block_i = 64
+            block_i = min(block_i, 64, _pow2(n_i))
+        if block_r is None:
+            if _pow2(n_r) * block_i <= _STRIP_TILE:
+                block_r = max(_pow2(n_r), 2)
+            else:
+                block_r = max(_CHUNK_TILE // block_i, 16)
+    if block_r * block_i > _MAX_TILE:
+        raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
+                         f"got block_r={block_r}, block_i={block_i}")
+    if num_warps is None:
+        # About 16 elements per thread, 1 to 16 warps.
+        num_warps = min(max((block_r * block_i) // 512, 1), 16)
+    return Plan(path, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
+                n_r <= block_r, num_warps, num_stages, triton.cdiv(n_i, block_i))
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
+            block_i: int | None = None, num_warps: int | None = None,
+            num_stages: int | None = None, path: str | None = None) -> torch.Tensor:
+    """Softmax of a 2-D tensor over `dim`, for any strides (0 included); statistics in float32.
+
+    Returns a new contiguous tensor of x's shape and dtype. x is read in place (never copied).
+    Knobs (all optional, validated): `block_r` elements along the reduction per block (a power
+    of two, 2..65536), `block_i` rows per program (a power of two, 1..1024), `num_warps`
+    (1, 2, 4, 8 or 16), `num_stages` (1..8, the two-pass loops), `path` ("A" lanes along rows,
+    "B" lanes across rows; default: chosen from the strides).
+    """
+    p = plan(x, dim, block_r=block_r, block_i=block_i, num_warps=num_warps,
+             num_stages=num_stages, path=path)
+    check_device("x", x)
+
+    # torch.empty, not empty_like: empty_like keeps a transposed input's strides.
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if x.numel() == 0:
+        return out
+    kernel = softmax_along_kernel if p.path == "A" else softmax_across_kernel
+    stages = {} if p.num_stages is None else {"num_stages": p.num_stages}
+    kernel[(p.grid,)](
+        x, out, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.stride_oi, p.stride_or,
+        BLOCK_I=p.block_i, BLOCK_R=p.block_r, ONE_BLOCK=p.one_block, num_warps=p.num_warps,
+        **stages)
+    return out

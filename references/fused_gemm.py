@@ -1,0 +1,438 @@
+"""Fused GEMM: C = relu(A @ B + bias), float32 epilogue, grouped tile order.
+
+What you will practise
+- Tile decomposition: one program owns one BLOCK_M x BLOCK_N tile of C and walks K in BLOCK_K
+  steps, accumulating `tl.dot` products in a float32 register tile. The last tiles own the tails
+  in M, N and K; masks keep them from reading or writing past the edges.
+- The precision contract: float16/bfloat16 operands, float32 accumulation, the bias added and the
+  ReLU applied in float32, and ONE rounding to the operand dtype, at the store. Rounding the
+  accumulator first (what `torch.relu(a @ b + bias)` does in half precision) loses the low bits
+  exactly where bias and product cancel.
+- Grouped ("swizzled") tile order: programs that run at the same time share rows of A and columns
+  of B, so the panels they load are still in L2 when the neighbours ask for them.
+- Speed knobs: block sizes, GROUP_M, num_warps, num_stages, all keyword arguments, validated;
+  `CONFIGS` lists candidates for a sweep and `default_config` chooses by shape.
+
+Two kernels, one contract
+- `gemm_bias_relu_kernel`: the lesson's kernel. Pointer-based, masked, one program per tile, any
+  strides (transposed and sliced operands work without a copy). Runs everywhere, the CPU
+  interpreter included. The exercises live here and in the two helpers it shares.
+- `gemm_bias_relu_persistent_kernel`: an optional Hopper path. A persistent grid (one program per
+  SM, each looping over tiles in grouped order) that loads A and B through TMA tensor
+  descriptors, which also zero-fill the tails so the K loop needs no masks. Chosen automatically
+  on compute capability 9.x when TMA can describe the operands (16-byte aligned base and row
+  stride, unit stride in one dimension); `persistent=` forces it on or off.
+
+Limitations
+- float16 and bfloat16 only, both operands of one dtype; bias float32 of shape (N,) or None.
+- Under Triton's CPU interpreter a bfloat16 `tl.dot` multiplies raw bit patterns, so there (and
+  only there) both operands are upcast to float32 before `tl.dot` (exact: a bfloat16 product
+  fits float32). Real GPUs run the bfloat16 tensor-core path.
+- A bounded teaching implementation: no split-K for very skinny outputs, no epilogue subtiling or
+  TMA store, no warp specialization, no fp8. Speed measured on one NVIDIA H200 (see the benchmark
+  results and the validation report), not tuned for other GPUs.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from ._validate import (
+    check_device,
+    check_int_range,
+    check_power_of_two,
+    check_same,
+    check_tensor,
+    interpreting,
+)
+
+_DTYPES = (torch.float16, torch.bfloat16)
+
+# A program's float32 accumulator tile is spread over its 32 * num_warps threads. Beyond 128
+# values per thread (128 registers of the 255 a thread may have) the tile spills to local memory
+# and the kernel crawls, so such configurations are refused with a clear error.
+_MAX_ACC_PER_THREAD = 128
+
+# On compute capability 9.x with TMA-compatible operands, `persistent=None` picks the persistent
+# TMA kernel when this is True and the pointer kernel when it is False. Set from the H200 sweep.
+PREFER_PERSISTENT = True
+
+# Candidate launch configurations for a benchmark sweep (each usable as **kwargs). All fit the
+# register rule above; shared memory per stage is (block_m + block_n) * block_k * 2 bytes, and a
+# Hopper SM offers 227 KiB to one program, so 3-4 stages of 48 KiB (128x256x64) fit, 5 do not.
+CONFIGS = [
+    dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=3),
+    dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=4),
+    dict(block_m=256, block_n=128, block_k=64, group_m=8, num_warps=8, num_stages=3),
+    dict(block_m=256, block_n=128, block_k=64, group_m=8, num_warps=8, num_stages=4),
+    dict(block_m=128, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=3),
+    dict(block_m=128, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=128, block_n=128, block_k=64, group_m=8, num_warps=8, num_stages=4),
+    dict(block_m=128, block_n=128, block_k=128, group_m=8, num_warps=8, num_stages=3),
+    dict(block_m=64, block_n=256, block_k=64, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=128, block_n=64, block_k=64, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=64, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=64, block_n=64, block_k=64, group_m=8, num_warps=4, num_stages=4),
+]
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """Grouped order: linear tile id -> (pid_m, pid_n), the tile's row and column in C."""
+    # EXERCISE gemm_bias_relu: map tile_id to (pid_m, pid_n) in grouped order. Tiles come in
+    # bands of GROUP_M tile rows; inside a band the ids run down a column of GROUP_M tiles, then
+    # move one column right. The last band may hold fewer than GROUP_M rows. With GROUP_M = 1
+    # this is plain row-major order: pid_m = tile_id // num_pid_n, pid_n = tile_id % num_pid_n.
+    num_pid_in_group = GROUP_M * num_pid_n  # tiles in one band
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)  # the last band may be shorter
+    local = tile_id % num_pid_in_group  # position inside the band
+    pid_m = first_pid_m + local % group_size_m
+    pid_n = local // group_size_m
+    # END EXERCISE
+    return pid_m, pid_n
+
+
+@triton.jit
+def _bias_relu_store(
+    acc,  # (BLOCK_M, BLOCK_N) float32 accumulator: sum_k A[m, k] * B[k, n]
+    bias_ptr, c_ptr,  # pointers: bias (N,) float32 (unused unless HAS_BIAS), C (M, N)
+    offs_m, offs_n,  # (BLOCK_M,), (BLOCK_N,) int32: the rows and columns of C this tile owns
+    M, N,  # sizes
+    stride_cm, stride_cn,  # strides of C
+    HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr,
+):
+    # EXERCISE gemm_bias_relu: the epilogue. Add the float32 bias (bias[n] belongs to column n),
+    # apply the ReLU, both in float32, then round ONCE to C's dtype and store the tile, masked
+    # to the rows < M and columns < N that exist (the tail tiles overhang the matrix).
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + offs_n[None, :], mask=offs_n[None, :] < N, other=0.0)  # (1, BLOCK_N)
+        acc = acc + bias
+    if APPLY_RELU:
+        acc = tl.maximum(acc, 0.0)
+    rows = offs_m.to(tl.int64)[:, None]  # (BLOCK_M, 1), int64: M * stride_cm may pass 2^31
+    cols = offs_n.to(tl.int64)[None, :]  # (1, BLOCK_N)
+    c_mask = (rows < M) & (cols < N)  # (BLOCK_M, BLOCK_N)
+    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, acc.to(c_ptr.dtype.element_ty),
+             mask=c_mask)
+    # END EXERCISE
+
+
+@triton.jit
+def gemm_bias_relu_kernel(
+    a_ptr, b_ptr, bias_ptr, c_ptr,  # pointers: A (M, K), B (K, N), bias (N,) fp32 or None, C (M, N)
+    M, N, K,  # sizes
+    stride_am, stride_ak,  # strides of A, in elements (any: transposed and sliced views work)
+    stride_bk, stride_bn,  # strides of B
+    stride_cm, stride_cn,  # strides of C
+    HAS_BIAS: tl.constexpr,  # add bias[n] to column n
+    APPLY_RELU: tl.constexpr,  # max(., 0) after the bias
+    DOT_IN_FP32: tl.constexpr,  # interpreter + bfloat16 only: upcast before tl.dot (see docstring)
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # tile shape
+    GROUP_M: tl.constexpr,  # tile rows per band of the grouped order (1: row-major)
+):
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) rows of C this program owns
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # (BLOCK_N,) columns of C
+    offs_k = tl.arange(0, BLOCK_K)  # (BLOCK_K,)
+    # Rows past M (and columns past N) wrap around to real ones, so the loads below need no M or N
+    # mask: the wrapped lanes compute throw-away values that the masked store never writes.
+    # int64 before multiplying a stride: the span of a large operand may pass 2^31 elements.
+    a_rows = (offs_m % M).to(tl.int64)
+    b_cols = (offs_n % N).to(tl.int64)
+    a_ptrs = a_ptr + a_rows[:, None] * stride_am + offs_k[None, :] * stride_ak  # (BLOCK_M, BLOCK_K)
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + b_cols[None, :] * stride_bn  # (BLOCK_K, BLOCK_N)
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # With K = 0 this loop runs zero times: A and B are never read, acc stays 0.
+    for k0 in range(0, K, BLOCK_K):
+        # EXERCISE gemm_bias_relu: load the (BLOCK_M, BLOCK_K) tile of A and the (BLOCK_K,
+        # BLOCK_N) tile of B, masking the K tail (columns k0 + offs_k >= K) with 0, then
+        # accumulate their product into acc with tl.dot. If DOT_IN_FP32, upcast both tiles to
+        # float32 first (the interpreter cannot multiply bfloat16).
+        k_mask = offs_k < K - k0  # (BLOCK_K,) False past the K tail
+        a = tl.load(a_ptrs, mask=k_mask[None, :], other=0.0)  # (BLOCK_M, BLOCK_K)
+        b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)  # (BLOCK_K, BLOCK_N)
+        if DOT_IN_FP32:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc)  # float32 accumulation
+        # END EXERCISE
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    _bias_relu_store(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn,
+                     HAS_BIAS, APPLY_RELU)
+
+
+@triton.jit
+def gemm_bias_relu_persistent_kernel(
+    a_ptr, b_ptr, bias_ptr, c_ptr,  # pointers: A (M, K), B (K, N), bias (N,) fp32 or None, C (M, N)
+    M, N, K,  # sizes
+    stride_am, stride_ak,  # strides of A: one of them is 1 (see A_MAJOR_M)
+    stride_bk, stride_bn,  # strides of B: one of them is 1 (see B_MAJOR_K)
+    stride_cm, stride_cn,  # strides of C
+    HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+    A_MAJOR_M: tl.constexpr,  # A has unit stride along M (a transposed view): describe A.T (K, M)
+    B_MAJOR_K: tl.constexpr,  # B has unit stride along K (e.g. w.t()): describe B.T (N, K)
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,  # the grid size (one program per SM); the tile loop's stride
+):
+    # TMA descriptors: the copy engine fetches whole (BLOCK, BLOCK) boxes into shared memory and
+    # fills every element outside `shape` with 0, so the M, N and K tails need no masks here.
+    # The innermost dimension must have unit stride, so a transposed operand is described
+    # through its transpose (no copy) and transposed back in registers with `.T`.
+    if A_MAJOR_M:
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[K, M], strides=[stride_ak, 1],
+                                           block_shape=[BLOCK_K, BLOCK_M])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                           block_shape=[BLOCK_M, BLOCK_K])
+    if B_MAJOR_K:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
+
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    # A second tile counter, one step behind, for the epilogue: it keeps the epilogue's index
+    # math independent of the next tile's loads so the compiler can overlap them
+    # (flatten=True pipelines across the tile loop, as Triton's persistent-matmul tutorial does).
+    tile_id_c = tl.program_id(0) - NUM_PROGRAMS
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=True):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            off_k = ki * BLOCK_K
+            if A_MAJOR_M:
+                a = a_desc.load([off_k, off_m]).T  # (BLOCK_K, BLOCK_M) -> (BLOCK_M, BLOCK_K)
+            else:
+                a = a_desc.load([off_m, off_k])  # (BLOCK_M, BLOCK_K)
+            if B_MAJOR_K:
+                b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) -> (BLOCK_K, BLOCK_N)
+            else:
+                b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
+            if DOT_IN_FP32:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+
+        tile_id_c += NUM_PROGRAMS
+        pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        _bias_relu_store(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn,
+                         HAS_BIAS, APPLY_RELU)
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing a configuration
+# ---------------------------------------------------------------------------------------------
+def _wave_efficiency(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
+    """Share of the SM slots doing useful work: tiles / (waves * SMs). 1.0 = no idle last wave."""
+    tiles = triton.cdiv(M, block_m) * triton.cdiv(N, block_n)
+    waves = triton.cdiv(tiles, num_sms)
+    return tiles / (waves * num_sms)
+
+
+def default_config(M: int, N: int, K: int, *, num_sms: int = 132,
+                   interpreter: bool = False) -> dict:
+    """The launch configuration `gemm_bias_relu` uses when no knob is given (a pure function).
+
+    GPU (Hopper-sized SMs, num_sms of them):
+    - 128 x 256 x 64 tiles, 8 warps, 3 stages: the highest arithmetic intensity that fits
+      (128 accumulator registers per thread, 48 KiB of shared memory per stage), used when the
+      tiles fill the SMs' waves evenly;
+    - otherwise 128 x 128 x 64, 4 warps, 4 stages: twice as many tiles, so the last wave is less
+      empty (4095 x 4097 makes 544 tiles of 128 x 256 = 4.1 waves on 132 SMs, but 1056 tiles of
+      128 x 128 = exactly 8 waves);
+    - small M or N (<= 64): 64-row (or 64-column) tiles so a skinny problem still has programs;
+    - GROUP_M = 8 bands: the first wave of 132 programs then touches about 8 rows of A panels and
+      17 columns of B panels instead of 5 rows and all the columns.
+    Interpreter: small tiles (at most 32 x 32 x 32): it runs each program in Python + NumPy, so
+    the cost is per element and smaller tiles waste less work on masked tails.
+    """
+    if interpreter:
+        def small(n):
+            return min(max(triton.next_power_of_2(max(n, 1)), 16), 32)
+        return dict(block_m=small(M), block_n=small(N), block_k=small(K), group_m=4,
+                    num_warps=4, num_stages=2)
+    if min(M, N) <= 64:
+        if M <= N:
+            return dict(block_m=64, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=4)
+        return dict(block_m=128, block_n=64, block_k=64, group_m=8, num_warps=4, num_stages=4)
+    wide = _wave_efficiency(M, N, 128, 256, num_sms)
+    square = _wave_efficiency(M, N, 128, 128, num_sms)
+    if wide >= 0.9 or wide >= square:
+        return dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=3)
+    return dict(block_m=128, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=4)
+
+
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+@functools.cache
+def _capability(device_index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(device_index)
+
+
+_INTERPRETER_PROGRAMS = 3  # persistent grid size under the interpreter: several tiles each
+
+
+def _descriptor_scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Global memory for device-side TMA descriptors (Triton asks for `size` bytes)."""
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+def _tma_layout(t: torch.Tensor) -> str | None:
+    """How a TMA descriptor can see the 2-D operand t, or None if it cannot without a copy.
+
+    TMA needs a 16-byte aligned base address, a unit stride in the innermost dimension and
+    16-byte aligned strides in the other. "row": unit stride along dim 1; "col": along dim 0
+    (a transposed view, e.g. `w.t()` for a row-major w).
+    """
+    item = t.element_size()
+    s0, s1 = t.stride()
+    if t.data_ptr() % 16:
+        return None
+    if s1 == 1 and (s0 * item) % 16 == 0 and s0 >= t.shape[1]:
+        return "row"
+    if s0 == 1 and (s1 * item) % 16 == 0 and s1 >= t.shape[0]:
+        return "col"
+    return None
+
+
+def _check_knob_types(**knobs) -> None:
+    ranges = dict(block_m=(16, 256), block_n=(16, 256), block_k=(16, 256))
+    for name, (low, high) in ranges.items():
+        if knobs[name] is not None:
+            check_power_of_two(name, knobs[name], low, high)
+    if knobs["group_m"] is not None:
+        check_int_range("group_m", knobs["group_m"], 1, 1 << 16)
+    if knobs["num_warps"] is not None:
+        value = knobs["num_warps"]
+        if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 2, 4, 8, 16):
+            raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16; got {value!r}")
+    if knobs["num_stages"] is not None:
+        check_int_range("num_stages", knobs["num_stages"], 1, 8)
+    if knobs["persistent"] is not None and not isinstance(knobs["persistent"], bool):
+        raise TypeError(f"persistent must be True, False or None (automatic), got "
+                        f"{knobs['persistent']!r}")
+
+
+def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, *,
+                   relu: bool = True, block_m: int | None = None, block_n: int | None = None,
+                   block_k: int | None = None, group_m: int | None = None,
+                   num_warps: int | None = None, num_stages: int | None = None,
+                   persistent: bool | None = None) -> torch.Tensor:
+    """relu(a @ b + bias) (ReLU optional): float32 accumulation and epilogue, one rounding.
+
+    a: (M, K) and b: (K, N), one dtype, float16 or bfloat16, any strides (never copied).
+    bias: (N,) float32, or None. Returns a new contiguous (M, N) tensor of a's dtype. K may be
+    0: the result is then relu(bias) broadcast over the rows (or zeros) and A and B are not read.
+    Knobs (None: `default_config` for this shape): block_m, block_n, block_k (powers of two in
+    [16, 256]), group_m (>= 1), num_warps (1, 2, 4, 8, 16), num_stages (1..8), persistent
+    (None: the persistent TMA kernel on compute capability 9.x when the operands allow it and
+    PREFER_PERSISTENT; True: require it; False: the pointer kernel).
+    """
+    # -- check ----------------------------------------------------------------------------------
+    check_tensor("a", a, dtypes=_DTYPES, ndim=2)
+    check_tensor("b", b, dtypes=_DTYPES, ndim=2)
+    if b.dtype != a.dtype:
+        raise TypeError(f"b must have a's dtype {a.dtype}, got {b.dtype} (mixed operand dtypes "
+                        "are not supported: cast one of them first)")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a is {tuple(a.shape)} and b is {tuple(b.shape)}: a's K = {a.shape[1]} "
+                         f"must equal b's K = {b.shape[0]} (a: (M, K), b: (K, N))")
+    M, K = a.shape
+    N = b.shape[1]
+    if bias is not None:
+        check_tensor("bias", bias, dtypes=(torch.float32,), ndim=1)
+        if bias.shape[0] != N:
+            raise ValueError(f"bias must have N = {N} elements (one per column of the output), "
+                             f"got shape {tuple(bias.shape)}")
+    if not isinstance(relu, bool):
+        raise TypeError(f"relu must be True or False, got {relu!r}")
+    _check_knob_types(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
+                      num_warps=num_warps, num_stages=num_stages, persistent=persistent)
+    check_same("b", b, "a", a, shape=False)
+    check_device("a", a)
+    if bias is not None and bias.device != a.device:
+        raise ValueError(f"bias must be on a's device {a.device}, got {bias.device}")
+
+    on_gpu = not interpreting()
+    device_index = a.device.index if a.device.index is not None else 0
+    num_sms = _sm_count(device_index) if on_gpu else _INTERPRETER_PROGRAMS
+    config = default_config(M, N, K, num_sms=num_sms, interpreter=not on_gpu)
+    given = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
+                 num_warps=num_warps, num_stages=num_stages)
+    config.update({k: v for k, v in given.items() if v is not None})
+    per_thread = config["block_m"] * config["block_n"] // (32 * config["num_warps"])
+    if per_thread > _MAX_ACC_PER_THREAD:
+        raise ValueError(
+            f"block_m x block_n = {config['block_m']} x {config['block_n']} float32 accumulators "
+            f"over num_warps = {config['num_warps']} warps is {per_thread} registers per thread; "
+            f"at most {_MAX_ACC_PER_THREAD} fit without spilling. Use more num_warps or smaller "
+            "blocks.")
+
+    layouts = (_tma_layout(a), _tma_layout(b)) if K > 0 else (None, None)
+    tma_ok = None not in layouts
+    if persistent:
+        if on_gpu and _capability(device_index)[0] < 9:
+            raise ValueError(f"persistent=True needs TMA (compute capability 9.0 or newer); this "
+                             f"GPU is {_capability(device_index)}. Use persistent=None or False.")
+        if K > 0 and not tma_ok:
+            raise ValueError(
+                f"persistent=True needs TMA-compatible operands: 16-byte aligned base and strides "
+                f"with unit stride in one dimension; got a strides {a.stride()}, b strides "
+                f"{b.stride()} ({a.element_size()}-byte elements). Use persistent=None or False.")
+    if persistent is None:
+        persistent = (on_gpu and PREFER_PERSISTENT and tma_ok
+                      and _capability(device_index)[0] == 9)
+    use_persistent = persistent and K > 0  # K = 0: the pointer kernel's loop never reads A or B
+
+    # -- allocate -------------------------------------------------------------------------------
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    if M == 0 or N == 0:
+        return c
+
+    # -- launch ---------------------------------------------------------------------------------
+    bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]
+    common = dict(HAS_BIAS=bias is not None, APPLY_RELU=relu,
+                  DOT_IN_FP32=interpreting() and a.dtype == torch.bfloat16,
+                  BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=config["group_m"],
+                  num_warps=config["num_warps"], num_stages=config["num_stages"])
+    if use_persistent:
+        if on_gpu:
+            # tl.make_tensor_descriptor builds each program's descriptors in a global scratch
+            # buffer that Triton obtains from this allocator (a process-wide setting).
+            triton.set_allocator(_descriptor_scratch)
+        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+        programs = min(num_sms, tiles)
+        gemm_bias_relu_persistent_kernel[(programs,)](
+            a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+            c.stride(0), c.stride(1), A_MAJOR_M=layouts[0] == "col",
+            B_MAJOR_K=layouts[1] == "col", NUM_PROGRAMS=programs, **common)
+    else:
+        grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+        gemm_bias_relu_kernel[grid](
+            a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+            c.stride(0), c.stride(1), **common)
+    return c

@@ -1,0 +1,33 @@
+"""Planted bugs for the fused GEMM workshop: one-line substitutions on references/fused_gemm.py,
+each caught by the named check with a hint naming the mistake."""
+
+from tests.bugs import Bug
+
+BUGS = [
+    # The last K step reads past column K of A and row K of B.
+    Bug("k_tail_not_masked", find="k_mask = offs_k < K - k0", replace="k_mask = offs_k < BLOCK_K",
+        check="forward.k_tail", hint="K tail not masked"),
+    # The accumulator is rounded to the output dtype before the bias is added.
+    Bug("rounded_before_epilogue", find="    if HAS_BIAS:\n",
+        replace="    acc = acc.to(c_ptr.dtype.element_ty).to(tl.float32)\n    if HAS_BIAS:\n",
+        check="contract.early_rounding", hint="rounding before the epilogue"),
+    # The bias is added in float16/bfloat16 instead of float32.
+    Bug("bias_in_operand_dtype", find="acc = acc + bias",
+        replace="acc = (acc.to(c_ptr.dtype.element_ty) + bias.to(c_ptr.dtype.element_ty)).to(tl.float32)",
+        check="contract.early_rounding", hint="bias added in the operand dtype"),
+    # bias[m] added to row m instead of bias[n] to column n.
+    Bug("bias_indexed_by_row",
+        find="bias = tl.load(bias_ptr + offs_n[None, :], mask=offs_n[None, :] < N, other=0.0)",
+        replace="bias = tl.load(bias_ptr + offs_m[:, None], mask=offs_m[:, None] < N, other=0.0)",
+        check="forward.ragged", hint="bias indexed by row"),
+    # Bands overlap by one tile row: some tiles computed twice, others never.
+    Bug("group_off_by_one", find="first_pid_m = group_id * GROUP_M",
+        replace="first_pid_m = group_id * (GROUP_M - 1)",
+        check="knobs.group_m", hint="grouped index arithmetic"),
+    # max(acc, 0) taken before the bias is added.
+    Bug("relu_before_bias", find="acc = acc + bias", replace="acc = tl.maximum(acc, 0.0) + bias",
+        check="forward.ragged", hint="ReLU applied before the bias"),
+    # The launcher forgets to check that the inner dimensions agree.
+    Bug("no_k_check", find="    if a.shape[1] != b.shape[0]:\n",
+        replace="    if False:\n", check="bad_calls", hint="TypeError or ValueError"),
+]

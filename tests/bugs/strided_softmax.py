@@ -1,0 +1,26 @@
+from tests.bugs import Bug
+
+BUGS = [
+    # The row's own stride dropped: neighbours along the softmax dimension read as adjacent.
+    Bug("stride_n_ignored", find="i * stride_xi + r * stride_xr, mask=",
+        replace="i * stride_xi + r, mask=", check="forward.layouts", hint="stride ignored"),
+    Bug("no_max_subtraction", find="numerator = tl.exp(x - m[:, None])",
+        replace="numerator = tl.exp(x)", check="forward.extreme",
+        hint="missing max subtraction"),
+    Bug("tail_other_zero", find='other=-float("inf")', replace="other=0.0",
+        check="forward.ragged", hint="tail not masked"),
+    # The launcher hands the kernel dense row-major strides instead of x's own.
+    Bug("broadcast_read_as_dense", find="x_strides = x.stride()",
+        replace="x_strides = (n_cols, 1)", check="forward.layouts", hint="read as if dense"),
+    Bug("output_with_input_strides", find="out_strides = (n_cols, 1)",
+        replace="out_strides = x.stride()", check="forward.layouts",
+        hint="output written with the input's strides"),
+    Bug("statistics_in_fp16", find=".to(tl.float32)", replace=".to(tl.float16)",
+        check="forward.layouts", hint="statistics in fp16"),
+    # The online rescale of the running sum forgotten in path B's two-pass walk.
+    Bug("running_sum_not_rescaled", find="s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)",
+        replace="s = s + tl.sum(tl.exp(x - shift[None, :]), axis=0)", check="forward.paths",
+        hint="normalizer"),
+    Bug("no_knob_validation", find='check_power_of_two("block_r", block_r, 2, _MAX_TILE)',
+        replace="pass", check="bad_calls", hint="validate"),
+]

@@ -1,0 +1,368 @@
+"""The benchmark harness and the validation report, on the CPU (no timing thresholds anywhere).
+
+- The committed validation_report.md's generated sections equal what `python3 -m benchmarks
+  report` produces from the committed benchmarks/results/ (regenerated here in memory); a source
+  file changed since its latest GPU evidence prints a STALE notice without failing.
+- The harness pieces: statistics, byte and FLOP formulas, the correctness gate (a deliberately
+  wrong variant is recorded as failed and never timed), the results file round trip, the report
+  from synthetic evidence, `run` without CUDA, and `run --dry-run` under the interpreter.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from benchmarks import harness, report
+from tests.helpers import ROOT
+
+WORKSHOPS = ("foundations", "strided_softmax", "softmax_backward", "fused_gemm", "split_softmax",
+             "streaming_attention")
+
+
+# ---------------------------------------------------------------------------------------------
+# The committed report matches the committed evidence
+# ---------------------------------------------------------------------------------------------
+def test_validation_report_generated_sections_are_current(capsys):
+    text = (ROOT / "validation_report.md").read_text()
+    committed = report.read_sections(text)
+    fresh = report.generate(harness.RESULTS_DIR)
+    missing = [name for name in report.SECTIONS if name not in committed]
+    assert not missing, f"validation_report.md lacks the generated section(s) {missing}"
+    stale = [name for name in report.SECTIONS if committed[name] != fresh[name]]
+    assert not stale, (f"validation_report.md is out of date in section(s) {stale}: run "
+                       "`python3 -m benchmarks report` and commit the result")
+    notices = report.stale_notices(report.load_evidence(harness.RESULTS_DIR))
+    if notices:
+        with capsys.disabled():  # a notice, not a failure: the evidence is older than the code
+            print("\n" + "\n".join(notices) + "\n(STALE evidence: rerun the GPU validation)")
+
+
+def test_readme_names_every_figure():
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    names = report.figure_names()
+    assert names
+    for name in names:
+        assert f"book/figures/{name}" in readme, f"benchmarks/README.md does not list {name}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics and formulas
+# ---------------------------------------------------------------------------------------------
+def test_percentile_interpolates_like_numpy():
+    values = [4.0, 1.0, 3.0, 2.0]
+    assert harness.percentile(values, 50) == 2.5
+    assert harness.percentile(values, 0) == 1.0
+    assert harness.percentile(values, 100) == 4.0
+    assert harness.percentile(values, 10) == pytest.approx(1.3)
+    assert harness.percentile([7.0], 90) == 7.0
+    with pytest.raises(ValueError):
+        harness.percentile([], 50)
+    s = harness.summarize([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert (s["n"], s["median"], s["min"], s["mean"]) == (5, 3.0, 1.0, 22.0)
+    assert s["p10"] == pytest.approx(1.4) and s["p90"] == pytest.approx(61.6)
+    assert harness.summarize([]) == {"n": 0}
+
+
+def test_throughput_units():
+    assert harness.tb_per_s(2 * 10**12, 1000.0) == pytest.approx(2.0)
+    assert harness.tflop_per_s(10**12, 2.0) == pytest.approx(500.0)
+
+
+def _stub_impl():
+    """Enough of an implementation's API to declare problems (nothing is called)."""
+    def gemm_bias_relu(a, b, bias=None, *, relu=True, group_m=None, persistent=None):
+        raise AssertionError("not called")
+
+    def never(*args, **kwargs):
+        raise AssertionError("not called")
+
+    return types.SimpleNamespace(
+        row_softmax=never, softmax=never, softmax_backward=never, split_softmax=never,
+        attention=never, attention_heads=never, gemm_bias_relu=gemm_bias_relu,
+        default_chunk=lambda rows, cols, sms=132: 2048,
+        CONFIGS=[dict(chunk=1024, num_warps=4), dict(chunk=None, num_warps=None)])
+
+
+def _problems(workshop, scale="full"):
+    return importlib.import_module(f"benchmarks.{workshop}").problems(_stub_impl(), scale)
+
+
+def test_declared_bytes_and_flops_follow_their_formulas():
+    for p in _problems("strided_softmax"):
+        item = {"float16": 2, "bfloat16": 2, "float32": 4}[p.params["dtype"]]
+        assert p.bytes == 2 * p.params["rows"] * p.params["width"] * item
+        assert "2 * rows * width" in p.bytes_formula
+    for p in _problems("softmax_backward"):
+        item = {"float16": 2, "bfloat16": 2, "float32": 4}[p.params["dtype"]]
+        assert p.bytes == 3 * p.params["rows"] * p.params["width"] * item
+    for p in _problems("fused_gemm"):
+        assert p.flops == 2 * p.params["M"] * p.params["N"] * p.params["K"]
+        assert p.flops_formula == "2 * M * N * K"
+    for p in _problems("streaming_attention"):
+        b, h = (int(v) for v in p.params["heads"].split("x"))
+        full = 4 * b * h * p.params["N"] ** 2 * p.params["d"]
+        assert p.flops == (full // 2 if p.params["causal"] else full)
+        assert ("/ 2 (causal)" in p.flops_formula) == p.params["causal"]
+    for p in _problems("split_softmax"):
+        ours = p.providers[0]
+        assert ours.role == harness.OURS and ours.bytes_moved > p.bytes  # x is read twice
+    shapes = {(p.params["rows"], p.params["width"]) for p in _problems("split_softmax")}
+    assert {(8, 131072), (64, 131072), (1024, 262144)} <= shapes
+
+
+def test_sweep_reads_configs_without_defaults_twice():
+    problems = importlib.import_module("benchmarks.split_softmax").sweep_problems(_stub_impl(),
+                                                                                  "sweep")
+    ours = [p for p in problems[0].providers if p.role == harness.OURS]
+    assert [o.knobs for o in ours] == [{}, {"chunk": 1024, "num_warps": 4}]
+
+
+# ---------------------------------------------------------------------------------------------
+# The correctness gate
+# ---------------------------------------------------------------------------------------------
+def _softmax_problem(ours):
+    from benchmarks._common import row_softmax_problem
+
+    return row_softmax_problem("strided_softmax", "forward", 6, 37, "float32", "transposed", ours)
+
+
+def test_gate_records_a_wrong_variant_as_failed_and_never_times_it():
+    import torch
+
+    def wrong(x):  # forgets the normalisation of the last column
+        y = torch.softmax(x, dim=-1)
+        y[:, -1] *= 1.5
+        return y
+
+    records = harness.run_problem(_softmax_problem(wrong), device="cpu", mode=None, plan=None,
+                                  flush=None)
+    by_name = {r["provider"]: r for r in records}
+    assert by_name["ours"]["status"] == "failed"
+    assert "worst at" in by_name["ours"]["message"] and by_name["ours"]["gate"]["max_ratio"] > 1
+    assert "samples_ms" not in by_name["ours"]
+    assert by_name["torch.softmax"]["status"] == "ok"
+    assert by_name["copy"]["status"] == "ok" and by_name["copy"]["gate"]["max_error"] == 0.0
+    assert by_name["ours"]["inputs"]["x"]["stride"] == [1, 6]  # a transposed view
+
+
+def test_gate_records_exceptions_and_bad_outputs():
+    import torch
+
+    def raises(x):
+        raise ValueError("x must be contiguous")
+
+    records = harness.run_problem(_softmax_problem(raises), device="cpu", mode=None, plan=None,
+                                  flush=None)
+    assert records[0]["status"] == "error" and "x must be contiguous" in records[0]["message"]
+    expected = torch.ones(3, 4, dtype=torch.float64)
+    assert harness.gate(torch.ones(3, 4), expected, 1e-5, 0)["ok"]
+    assert not harness.gate(torch.ones(3, 5), expected, 1e-5, 0)["ok"]
+    assert not harness.gate("not a tensor", expected, 1e-5, 0)["ok"]
+    nan = torch.ones(3, 4)
+    nan[1, 2] = float("nan")
+    assert not harness.gate(nan, expected, 1e-5, 0)["ok"]
+    heads = [torch.ones(2, 2), torch.ones(2, 2)]  # a list of per-head outputs is stacked
+    assert harness.gate(heads, torch.ones(1, 2, 2, 2, dtype=torch.float64), 0, 0)["ok"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Results files
+# ---------------------------------------------------------------------------------------------
+def test_results_round_trip(tmp_path):
+    header = {"kind": "benchmark", "mode": "events", "date": "2026-11-30T10:00:00+0000"}
+    records = [{"samples_ms": [0.1234567, 0.2], "params": {"shape": [1, 2]}}]
+    path = harness.save(tmp_path / "r.json.gz", header, records)
+    assert path.read_bytes()[:2] == b"\x1f\x8b"
+    assert harness.load(path) == {"header": header, "records": records}
+    first = path.read_bytes()
+    harness.save(path, header, records)
+    assert path.read_bytes() == first  # no timestamp inside the gzip stream
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"header": header, "records": []}))
+    assert harness.load(plain)["header"] == header
+
+
+# ---------------------------------------------------------------------------------------------
+# The report, from no evidence and from synthetic evidence
+# ---------------------------------------------------------------------------------------------
+def test_report_without_evidence_says_so(tmp_path):
+    sections = report.generate(tmp_path)
+    assert set(sections) == set(report.SECTIONS)
+    assert report.NO_GPU in sections["evidence"]
+    assert report.NO_GPU in sections["benchmarks"]
+    assert report.NO_GPU in sections["checks"]
+    path = tmp_path / "validation_report.md"
+    report.write_report(sections, path)
+    assert report.read_sections(path.read_text()) == sections
+    text = path.read_text().replace("## Self-review (written by hand)", "## Self-review\nmine")
+    path.write_text(text)
+    report.write_report(sections, path)  # rewrites the generated parts, keeps the hand-written
+    assert "mine" in path.read_text()
+
+
+def _fake_header(mode, scale="full", device="cuda"):
+    return {"kind": "benchmark", "mode": mode, "scale": scale, "device": device,
+            "gpu": "Synthetic GPU (test data)", "date": "2026-11-30T10:00:00+0000",
+            "git_commit": "0" * 40, "git_dirty": False, "torch": "test", "triton": "test",
+            "workshops": list(WORKSHOPS), "plan": {"samples": 3},
+            "sources": {"benchmarks/harness.py": "0" * 64},
+            "ceiling": {"ceiling_tb_s": 4.0, "ceiling_from": "copy_4GiB_float32"}}
+
+
+def _fake_records(scale="quick"):
+    """Records as a run writes them, with made-up timings (ours 10 % faster than every other
+    provider, except one gate failure) and no GPU: for the report's plumbing only."""
+    records = []
+    for workshop in WORKSHOPS:
+        module = importlib.import_module(f"benchmarks.{workshop}")
+        problems = module.problems(_stub_impl(), scale) if scale != "sweep" else \
+            module.sweep_problems(_stub_impl(), "sweep")
+        for problem in problems:
+            for provider in problem.providers:
+                record = dict(harness.problem_fields(problem), **harness.provider_fields(provider))
+                base_ms = problem.bytes / 3.0e9 if problem.metric == "bandwidth" else \
+                    problem.flops / 5.0e11
+                ms = base_ms * (0.9 if provider.role == harness.OURS else 1.0)
+                record.update(status="ok", mode="events", calls_per_sample=1,
+                              samples_ms=[ms * 0.98, ms, ms * 1.05])
+                records.append(record)
+    records[1].update(status="failed", message="1 of 4 elements outside tolerance")
+    del records[1]["samples_ms"]
+    return records
+
+
+def _write_fake_evidence(folder):
+    harness.save(folder / "bench-events.json.gz", _fake_header("events"), _fake_records())
+    harness.save(folder / "bench-graph.json.gz", _fake_header("graph"), _fake_records())
+    sweep = _fake_records("sweep")
+    harness.save(folder / "bench-sweep.json.gz", _fake_header("events", "sweep"), sweep)
+    harness.save(folder / "bench-dry.json.gz", dict(_fake_header("dry-run"), mode="dry-run"), [])
+    checks = {"header": {"device": "cuda", "impl": "references", "seed": 1, "gpu": "Synthetic",
+                         "date": "2026-11-30T09:00:00+0000", "sources": {}},
+              "results": [{"workshop": "foundations", "check": "add.values", "case": {"n": 1},
+                           "tier": "kernel", "device": "cuda", "outcome": "PASS", "message": ""},
+                          {"workshop": "foundations", "check": "cuda.stream", "case": {},
+                           "tier": "cuda", "device": "cuda", "outcome": "FAIL",
+                           "message": "raced"}],
+              "counts": []}
+    (folder / "checks-cuda-2026-11-30.json").write_text(json.dumps(checks))
+    bugs = {"header": {"kind": "bugzoo", "device": "interpreter", "date": "x"},
+            "bugs": [{"workshop": "foundations", "bug": "a", "check": "c", "hint": "h",
+                      "caught": True, "outcome": "FAIL"},
+                     {"workshop": "foundations", "bug": "b", "check": "c", "hint": "h",
+                      "caught": False, "outcome": "PASS"}]}
+    (folder / "bugzoo-interpreter.json").write_text(json.dumps(bugs))
+    calls = {"header": {"kind": "badcalls", "device": "interpreter", "date": "x"},
+             "checks": [{"workshop": "foundations", "check": "bad_calls", "tier": "kernel",
+                         "cases": 1, "outcomes": {"PASS": 1}, "calls": 9, "refused": 9}]}
+    (folder / "badcalls-interpreter.json").write_text(json.dumps(calls))
+
+
+def test_report_from_synthetic_evidence(tmp_path):
+    _write_fake_evidence(tmp_path)
+    evidence = report.load_evidence(tmp_path)
+    assert sorted(f.kind for f in evidence.files) == ["badcalls", "benchmark", "benchmark",
+                                                      "benchmark", "bugzoo", "checks"]
+    sections = report.generate(tmp_path)
+    assert sections == report.generate(tmp_path)  # deterministic
+    bench = sections["benchmarks"]
+    for workshop in WORKSHOPS:
+        assert f"### {workshop}" in bench
+    assert "FAILED gate" in bench and "1 of 4 elements outside tolerance" in bench
+    assert "ours / torch.softmax" in bench and "ours / copy ceiling" in bench
+    assert "1.11x" in bench  # ours 10 % faster in time = 1/0.9 in throughput
+    assert "**not met**" in bench and "| met |" in bench
+    assert "Bytes: 2 * rows * width" in bench and "FLOPs: 2 * M * N * K" in bench
+    assert "4 * B * H * N^2 * d / 2 (causal)" in bench
+    assert "| kernel | 1 | 0 | 0 | 0 | 1 |" in sections["checks"]
+    assert "foundations/cuda.stream (FAIL)" in sections["checks"]
+    assert "1 of 2 planted bugs caught" in sections["bug-zoo"]
+    assert "| all | | | 9 | 9 | |" in sections["bad-calls"]
+    assert "split_softmax sweep" in sections["sweeps"]
+    assert "chunk=1024" in sections["sweeps"]
+    assert "dry" not in sections["evidence"]  # a CPU dry run is not evidence
+
+
+def test_goal_worst_case_decides():
+    from benchmarks._common import Goal
+
+    def rec(provider, role, ms, width):
+        return {"experiment": "forward", "problem": f"w={width}", "params": {"width": width},
+                "provider": provider, "label": provider, "role": role, "metric": "bandwidth",
+                "bytes": 4 * 10**9, "status": "ok", "samples_ms": [ms]}
+
+    records = [rec("ours", harness.OURS, 1.0, 1), rec("torch", harness.BASELINE, 2.0, 1),
+               rec("ours", harness.OURS, 1.0, 2), rec("torch", harness.BASELINE, 1.1, 2)]
+    speed = Goal("2x torch", "speedup", 2.0, lambda p: True, against="torch")
+    result = report.evaluate_goal(speed, records, 5.0)
+    assert result["status"] == "not met" and result["worst"] == pytest.approx(1.1)
+    assert result["where"] == "w=2"
+    copy = Goal("0.8 of copy", "of_ceiling", 0.8, lambda p: True)
+    assert report.evaluate_goal(copy, records, 5.0)["status"] == "met"  # 4 TB/s of 5
+    nothing = Goal("none", "speedup", 1.0, lambda p: False, against="torch")
+    assert report.evaluate_goal(nothing, records, 5.0)["status"] == "not measured"
+
+
+def test_stale_notice_names_changed_sources(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    from checks import provenance
+
+    good = provenance.sha256(tmp_path / "a.py")
+    evidence = report.Evidence([report.EvidenceFile("r.json", "checks", {"header": {
+        "device": "cuda", "date": "2026-11-30T10:00:00+0000",
+        "sources": {"a.py": good, "gone.py": "0" * 64}}})])
+    notices = report.stale_notices(evidence, root=tmp_path)
+    assert notices == ["STALE: gone.py (named by r.json) no longer exists"]
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert any(n.startswith("STALE: a.py changed") for n in report.stale_notices(evidence,
+                                                                                 root=tmp_path))
+
+
+def test_figures_from_synthetic_evidence(tmp_path):
+    pytest.importorskip("matplotlib")
+    _write_fake_evidence(tmp_path)
+    written = report.write_figures(report.load_evidence(tmp_path), tmp_path / "figures")
+    assert sorted(p.name for p in written) == sorted(report.figure_names())
+    assert all(p.stat().st_size > 1000 for p in written)
+    empty = report.write_figures(report.Evidence(), tmp_path / "empty")  # placeholders
+    assert len(empty) == len(written)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+def _benchmarks(*args, env=None, timeout=600):
+    full_env = dict(os.environ, **(env or {}))
+    full_env.pop("TRITON_INTERPRET", None)
+    return subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_without_cuda_exits_with_a_message():
+    done = _benchmarks("run", "foundations", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 2, done.stderr
+    assert "no CUDA GPU" in done.stderr and "--dry-run" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_dry_run_gates_every_variant_under_the_interpreter(tmp_path):
+    out = tmp_path / "dry.json.gz"
+    done = _benchmarks("run", "--dry-run", "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    data = harness.load(out)
+    assert data["header"]["device"] == "interpreter" and data["header"]["mode"] == "dry-run"
+    statuses = {(r["workshop"], r["provider"], r["status"]) for r in data["records"]}
+    assert all(s in ("ok", "skipped") for _, _, s in statuses), statuses
+    assert {w for w, _, _ in statuses} == set(data["header"]["workshops"])
+    ours = [r for r in data["records"] if r["role"] == harness.OURS]
+    assert ours and all(r["status"] == "ok" and r["launches"] for r in ours)
+    assert gzip.decompress(out.read_bytes())  # gzipped JSON
