@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -426,16 +427,28 @@ def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan |
                 record.update(status="ok", mode=mode, **timed)
         except Exception as exc:  # noqa: BLE001 - a provider may fail in any way; keep going
             record.update(status="error", message=f"{type(exc).__name__}: {_short(exc)}")
-            if device == "cuda":
-                torch.cuda.synchronize()
+            _settle(device)
         if provider.state:
             record["state"] = dict(provider.state)
         if report:
             report(record)
     del inputs, expected_default
-    if device == "cuda":
-        torch.cuda.empty_cache()
+    _settle(device)
     return records
+
+
+def _settle(device: str) -> None:
+    """Wait for the GPU and give cached memory back; after a sticky CUDA error (an illegal
+    address) this raises too, and we only note it: later providers will then record errors."""
+    if device != "cuda":
+        return
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except Exception as exc:  # noqa: BLE001
+        log(f"CUDA is in an error state: {type(exc).__name__}: {_short(exc)}")
 
 
 def _bind(fn, inputs):
@@ -470,9 +483,12 @@ def save(path: Path, header: dict, records: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"header": header, "records": records}
     text = json.dumps(payload, separators=(",", ":"), default=str)
-    # mtime=0: the same results give the same bytes
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+    # mtime=0: the same results give the same bytes. Written next to the target and renamed,
+    # so a run killed mid-write leaves the previous complete file, never a truncated one.
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
         f.write(text.encode())
+    os.replace(partial, path)
     return path
 
 
@@ -539,7 +555,11 @@ def summary_table(records: list[dict], ceiling_tb_s: float | None = None) -> str
         if len(ours) == 1 and ceiling_tb_s and group[0]["metric"] == "bandwidth":
             bw = tb_per_s(group[0]["bytes"], medians[ours[0]])
             ratio += f"  of copy {bw / ceiling_tb_s:.2f}"
-        lines.append(f"  {problem}: " + " | ".join(cells) + ratio)
+        if len(cells) <= 4:
+            lines.append(f"  {problem}: " + " | ".join(cells) + ratio)
+        else:  # a sweep: one line per configuration
+            lines.append(f"  {problem}:")
+            lines += [f"    {cell}" for cell in cells]
     return "\n".join(lines)
 
 

@@ -128,6 +128,8 @@ def bench_runs(evidence: Evidence, mode: str, workshop: str, sweep: bool = False
         header = f.header
         if header.get("mode") != mode or workshop not in header.get("workshops", []):
             continue
+        if not any(r.get("workshop") == workshop for r in f.data.get("records", [])):
+            continue  # an incomplete run that stopped before this workshop
         scale = header.get("scale")
         if sweep != (scale == "sweep") or scale not in ("full", "quick", "sweep"):
             continue
@@ -383,7 +385,8 @@ def _file_line(f: EvidenceFile) -> str:
     ceiling = h.get("ceiling") or {}
     extra = f", copy ceiling {ceiling['ceiling_tb_s']:.2f} TB/s ({ceiling.get('ceiling_from')})" \
         if ceiling.get("ceiling_tb_s") else ""
-    return (f"`{f.name}`: {h.get('mode')} timing, {h.get('scale')} scale, {plan.get('samples')} "
+    partial = "" if h.get("complete", True) else " INCOMPLETE run (stopped early),"
+    return (f"`{f.name}`:{partial} {h.get('mode')} timing, {h.get('scale')} scale, {plan.get('samples')} "
             f"samples per variant, {h.get('gpu', h.get('device'))}, {h.get('date')}, commit "
             f"{str(h.get('git_commit'))[:10]}{' (dirty)' if h.get('git_dirty') else ''}, torch "
             f"{h.get('torch')}, Triton {h.get('triton')}{extra}.")

@@ -120,8 +120,8 @@ def from_values(x) -> State:
 def merge(a: State, b: State) -> State:
     """The state of the union of the values behind `a` and `b`.
 
-    Exact for the empty state (`merge(identity(), a) is a`), commutative bit for bit and
-    associative up to a few ulps of `s` per merge.
+    Exact for the empty state (`merge(identity(), a)` and `merge(a, identity())` are `a`, bit
+    for bit), commutative bit for bit, and associative up to a few ulps of `s` per merge.
     """
     _check_state("a", a)
     _check_state("b", b)

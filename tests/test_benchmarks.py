@@ -174,6 +174,67 @@ def test_gate_records_exceptions_and_bad_outputs():
 
 
 # ---------------------------------------------------------------------------------------------
+# The timers' control flow, with a stand-in for torch.cuda (no GPU here; no timing asserted)
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    import contextlib
+    import time
+
+    import torch
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self, stream=None):
+            self.t = time.perf_counter()
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1e3
+
+    class Graph:
+        def replay(self):
+            pass
+
+        def reset(self):
+            pass
+
+    @contextlib.contextmanager
+    def graph(g):  # "captures" by running the calls once
+        yield
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "Stream", lambda *a: types.SimpleNamespace(
+        wait_stream=lambda other: None))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: types.SimpleNamespace(
+        wait_stream=lambda other: None))
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    return torch
+
+
+def test_event_timer_takes_every_sample_with_a_flush_before_each(fake_cuda):
+    torch = fake_cuda
+    flush = torch.ones(16, dtype=torch.uint8)
+    calls = []
+    plan = harness.Plan(samples=7, warmup_ms=0.0, graph_ms=1.0)
+    timed = harness.time_events(lambda: calls.append(int(flush.sum())), plan, flush)
+    assert len(timed["samples_ms"]) == 7 and timed["calls_per_sample"] == 1
+    assert calls[-7:] == [0] * 7  # the flush buffer was written before every timed call
+    assert timed["l2_flush_bytes"] == 16 and timed["warmup_calls"] >= 1
+
+
+def test_graph_timer_divides_each_replay_by_its_calls(fake_cuda):
+    plan = harness.Plan(samples=5, warmup_ms=0.0, graph_ms=1000.0)
+    timed = harness.time_graph(lambda: None, plan)
+    assert len(timed["samples_ms"]) == 5
+    assert 1 <= timed["calls_per_sample"] <= 200 and timed["l2_flush_bytes"] == 0
+
+
+# ---------------------------------------------------------------------------------------------
 # Results files
 # ---------------------------------------------------------------------------------------------
 def test_results_round_trip(tmp_path):

@@ -21,6 +21,6 @@ BUGS = [
     Bug("running_sum_not_rescaled", find="s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)",
         replace="s = s + tl.sum(tl.exp(x - shift[None, :]), axis=0)", check="forward.paths",
         hint="normalizer"),
-    Bug("no_knob_validation", find='check_power_of_two("block_r", block_r, 2, _MAX_TILE)',
+    Bug("no_knob_validation", find='check_power_of_two("num_warps", num_warps, 1, 16)',
         replace="pass", check="bad_calls", hint="validate"),
 ]
