@@ -7,8 +7,8 @@ nothing and needs no GPU.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from benchmarks.harness import BASELINE, CEILING, OURS, Problem, Provider
 

@@ -4,9 +4,10 @@
     python3 -m benchmarks badcalls [ids] --device cuda --out benchmarks/results/badcalls-cuda.json
 
 bugzoo: every planted bug of tests/bugs/<id>.py is written into a copy of the references and
-the check that must catch it runs against the mutant (on a GPU in a fresh process per bug, so a
-bug that corrupts GPU memory cannot poison the next one; under the interpreter in this process). Caught = that check FAILs with a hint containing the
-bug's hint, the rule of tests/test_bug_zoo.py.
+the check that must catch it runs against the mutant: on a GPU in a fresh process per bug (a
+bug that corrupts GPU memory cannot poison the next one), under the interpreter in this process.
+Caught = that check FAILs with a hint containing the bug's hint (the rule of
+tests/test_bug_zoo.py).
 
 badcalls: the checks that call `ctx.expect_error` run against the references with a counter
 around `expect_error`, so the report can say how many bad calls each check tries and how many

@@ -6,8 +6,7 @@ for the recap (issue 2): the numbers are context for the later workshops.
 
 from __future__ import annotations
 
-from benchmarks._common import (ELEMENTS, Plot, impl_configs, row_softmax_problem,
-                                sweep_providers)
+from benchmarks._common import ELEMENTS, Plot, impl_configs, row_softmax_problem, sweep_providers
 
 WORKSHOP = "foundations"
 GOALS: list = []

@@ -11,8 +11,7 @@ bf16 and fp16, 1024^3 to 8192^3, odd tails 4095 x 4097 x 4093, skinny 8192 x 819
 
 from __future__ import annotations
 
-from benchmarks._common import (Goal, Plot, impl_configs, kwonly_defaults, randn, sweep_providers,
-                                tolerance)
+from benchmarks._common import Goal, Plot, impl_configs, kwonly_defaults, randn, sweep_providers, tolerance
 from benchmarks.harness import BASELINE, CEILING, OURS, Problem, Provider
 
 WORKSHOP = "fused_gemm"
@@ -72,7 +71,10 @@ def gemm_problem(shape, dtype: str, providers: list, experiment: str = "forward"
         all_providers += [
             Provider("torch.mm", CEILING, lambda t: t["a"] @ t["b"],
                      note="cuBLAS, no epilogue (not the same operation: the ceiling)",
-                     reference=lambda t: t["a"].double() @ t["b"].double()),
+                     reference=lambda t: t["a"].double() @ t["b"].double(),
+                     # twice the contract's bounds: cuBLAS may reduce fp16 partial sums in
+                     # reduced precision (torch's default); the gate only asks "is it a matmul"
+                     tolerance=lambda t: tuple(2 * v for v in _tolerance(t, dtype, k))),
             _same_contract()]
     return Problem(
         workshop=WORKSHOP, experiment=experiment,

@@ -25,9 +25,10 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
@@ -62,7 +63,7 @@ class Provider:
     knobs: dict = field(default_factory=dict)  # launch knobs passed explicitly
     note: str = ""  # what this provider is, e.g. which torch path it took
     reference: Callable[[dict], Any] | None = None  # another float64 reference (e.g. mm alone)
-    tolerance: tuple[float, float] | None = None  # (rtol, atol) for that reference
+    tolerance: Any = None  # (rtol, atol), or inputs -> (rtol, atol), for that reference
     bytes_moved: int | None = None  # this provider's real traffic when it differs from bytes
     bytes_moved_formula: str = ""
     cuda_only: bool = False  # skipped by --dry-run on the CPU (e.g. SDPA backends pinned)
@@ -214,13 +215,13 @@ def time_events(fn, plan: Plan, flush) -> dict:
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
     torch.cuda.synchronize()
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=True):
         flush.zero_()
         start.record()
         fn()
         end.record()
     torch.cuda.synchronize()
-    samples = [start.elapsed_time(end) for start, end in zip(starts, ends)]
+    samples = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
     return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": 1,
             "warmup_calls": warmup, "l2_flush_bytes": flush.numel() * flush.element_size()}
 
@@ -254,12 +255,12 @@ def time_graph(fn, plan: Plan) -> dict:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
         torch.cuda.synchronize()
-        for start, end in zip(starts, ends):
+        for start, end in zip(starts, ends, strict=True):
             start.record()
             graph.replay()
             end.record()
         torch.cuda.synchronize()
-        samples = [start.elapsed_time(end) / calls for start, end in zip(starts, ends)]
+        samples = [start.elapsed_time(end) / calls for start, end in zip(starts, ends, strict=True)]
     finally:
         graph.reset()
     return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": calls,
@@ -269,8 +270,8 @@ def time_graph(fn, plan: Plan) -> dict:
 def measure_ceiling(mode: str, plan: Plan, flush) -> dict:
     """Device-to-device copy bandwidth in this process: the ceiling of the memory-bound rows.
 
-    Two copies, as in ../shared/BASELINES.md: 4 GiB of float32 (the ceiling used for ratios)
-    and 256 MiB of float16. Bytes = one read + one write of the buffer.
+    Two copies: 4 GiB of float32 (the ceiling used for ratios) and 256 MiB of float16.
+    Bytes = one read + one write of the buffer.
     """
     import torch
 
@@ -279,17 +280,21 @@ def measure_ceiling(mode: str, plan: Plan, flush) -> dict:
                           ("copy_256MiB_float16", 1 << 27, torch.float16)):
         src = torch.ones(n, dtype=dtype, device="cuda")
         dst = torch.empty_like(src)
-        timed = time_events(lambda: dst.copy_(src), plan, flush) if mode == "events" else \
-            time_graph(lambda: dst.copy_(src), plan)
+        copy = _copier(dst, src)
+        timed = time_events(copy, plan, flush) if mode == "events" else time_graph(copy, plan)
         nbytes = 2 * n * src.element_size()
         med = summarize(timed["samples_ms"])["median"]
         out[key] = dict(timed, bytes=nbytes, bytes_formula="2 * numel * element_size (read + write)",
                         tb_s_median=round(tb_per_s(nbytes, med), 4))
-        del src, dst
+        del src, dst, copy
         torch.cuda.empty_cache()
     out["ceiling_tb_s"] = out["copy_4GiB_float32"]["tb_s_median"]
     out["ceiling_from"] = "copy_4GiB_float32"
     return out
+
+
+def _copier(dst, src):
+    return lambda: dst.copy_(src)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,7 +407,8 @@ def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan |
         try:
             if provider.reference is not None:
                 expected = provider.reference(inputs)
-                rtol, atol = provider.tolerance or problem.tolerance(inputs)
+                tol = provider.tolerance or problem.tolerance
+                rtol, atol = tol(inputs) if callable(tol) else tol
             else:
                 if expected_default is None:
                     expected_default = problem.reference(inputs)

@@ -476,7 +476,7 @@ def section_checks(evidence: Evidence) -> str:
                 "interpreter.")
     lines = []
     if "cuda" not in runs:
-        lines += [f"{NO_GPU}: no check run on a GPU is saved yet.", ""]
+        lines += [f"{NO_GPU}: no check run on a GPU is saved.", ""]
     outcomes = ("PASS", "FAIL", "TODO", "UNAVAILABLE")
     for device, f in runs.items():
         h = f.header
@@ -748,44 +748,39 @@ def stale_notices(evidence: Evidence, root: Path = REPO_ROOT) -> list[str]:
 # Figures (matplotlib, only here)
 # ---------------------------------------------------------------------------------------------
 def figure_names() -> list[str]:
-    """Every figure `report` writes: book/figures/<workshop>_<plot name>.png."""
-    return [f"{w}_{plot.name}.png" for w in bench_workshops()
-            for plot in getattr(workshop_module(w), "PLOTS", [])]
+    """Every figure `report` may write: book/figures/<workshop>_<plot name>_<mode>.png."""
+    return [f"{w}_{plot.name}_{mode}.png" for w in bench_workshops()
+            for plot in getattr(workshop_module(w), "PLOTS", []) for mode in MODES]
 
 
 def write_figures(evidence: Evidence, folder: Path = FIGURES_DIR) -> list[Path]:
-    """Draw every declared plot from the latest events-mode run (a placeholder saying so when
-    there is no evidence yet, so the book's results page always has its images)."""
+    """Draw every declared plot from the latest run of each timing mode that has its data.
+
+    A figure without data is not drawn, and an old copy of it is removed, so the book's results
+    page never shows a figure the saved evidence no longer supports (with no figure at all, the
+    page says "no GPU evidence yet")."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder.mkdir(parents=True, exist_ok=True)
     written = []
     for workshop in bench_workshops():
-        f, records = bench_runs(evidence, "events", workshop)
-        for plot in getattr(workshop_module(workshop), "PLOTS", []):
-            path = folder / f"{workshop}_{plot.name}.png"
-            subset = [r for r in records if r["experiment"] == plot.experiment
-                      and plot.where(r["params"])]
-            if f is None or not subset:
-                fig = _placeholder(plt, f"{workshop}: {plot.title or plot.name}")
-            else:
+        for mode in MODES:
+            f, records = bench_runs(evidence, mode, workshop)
+            for plot in getattr(workshop_module(workshop), "PLOTS", []):
+                path = folder / f"{workshop}_{plot.name}_{mode}.png"
+                subset = [r for r in records if r["experiment"] == plot.experiment
+                          and plot.where(r["params"]) and median_ms(r) is not None]
+                if f is None or not subset:
+                    path.unlink(missing_ok=True)
+                    continue
+                folder.mkdir(parents=True, exist_ok=True)
                 fig = _draw(plt, plot, subset, f)
-            fig.savefig(path, dpi=110, metadata={"Software": None})
-            plt.close(fig)
-            written.append(path)
+                fig.savefig(path, dpi=110, metadata={"Software": None})
+                plt.close(fig)
+                written.append(path)
     return written
-
-
-def _placeholder(plt, title: str):
-    fig, ax = plt.subplots(figsize=(6.4, 2.4))
-    ax.axis("off")
-    ax.text(0.5, 0.6, title, ha="center", va="center", fontsize=11)
-    ax.text(0.5, 0.3, f"{NO_GPU}: run the benchmarks on a GPU, then python3 -m benchmarks report",
-            ha="center", va="center", fontsize=9, color="#57606a")
-    return fig
 
 
 _STYLE = {harness.OURS: dict(linestyle="-", marker="o", linewidth=2.2),
@@ -805,7 +800,7 @@ def _draw(plt, plot, records: list[dict], f: EvidenceFile):
     ceiling = (f.header.get("ceiling") or {}).get("ceiling_tb_s")
     xs_all = list(dict.fromkeys(r["params"][plot.x] for r in records))
     numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs_all)
-    for ax, panel in zip(axes.flat, panels):
+    for ax, panel in zip(axes.flat, panels, strict=False):  # spare axes stay empty
         mine = [r for r in records if tuple(r["params"].get(k) for k in plot.panels) == panel]
         series = list(dict.fromkeys((r["label"], r["role"], tuple(r["params"].get(k)
                                                                   for k in plot.series))
@@ -823,7 +818,7 @@ def _draw(plt, plot, records: list[dict], f: EvidenceFile):
             if not points:
                 continue
             points.sort()
-            name = label + "".join(f", {k}={v}" for k, v in zip(plot.series, extra))
+            name = label + "".join(f", {k}={v}" for k, v in zip(plot.series, extra, strict=True))
             if numeric:
                 ax.plot([p[0] for p in points], [p[1] for p in points], label=name,
                         **_STYLE.get(role, {}))
@@ -842,7 +837,8 @@ def _draw(plt, plot, records: list[dict], f: EvidenceFile):
         ax.set_xlabel(plot.x)
         ax.set_ylabel(unit(metric))
         ax.set_ylim(bottom=0)
-        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(plot.panels, panel)), fontsize=10)
+        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(plot.panels, panel, strict=True)),
+                     fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
@@ -861,7 +857,11 @@ def main(results_dir: str | None = None, figures: bool = True,
          report_path: Path = REPORT_PATH) -> int:
     evidence = load_evidence(results_dir)
     sections = {name: GENERATORS[name](evidence) for name in SECTIONS}
-    write_report(sections, report_path)
+    try:
+        write_report(sections, report_path)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"wrote {report_path.name} ({len(evidence.files)} evidence file(s))")
     if figures:
         try:
@@ -870,7 +870,8 @@ def main(results_dir: str | None = None, figures: bool = True,
             print("matplotlib is not installed: figures skipped (pip install matplotlib)",
                   file=sys.stderr)
         else:
-            print(f"wrote {len(written)} figure(s) in {FIGURES_DIR.relative_to(REPO_ROOT)}/")
+            print(f"wrote {len(written)} figure(s) in {FIGURES_DIR.relative_to(REPO_ROOT)}/"
+                  + ("" if written else " (no GPU evidence yet: none drawn)"))
     for notice in stale_notices(evidence):
         print(notice, file=sys.stderr)
     return 0

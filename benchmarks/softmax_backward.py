@@ -7,8 +7,17 @@ copy, float16, bfloat16 and float32, widths 1K-32K, heights filling the GPU. Thr
 
 from __future__ import annotations
 
-from benchmarks._common import (ELEMENTS, ITEMSIZE, Goal, Plot, copy_provider, impl_configs,
-                                randn, sweep_providers, tolerance)
+from benchmarks._common import (
+    ELEMENTS,
+    ITEMSIZE,
+    Goal,
+    Plot,
+    copy_provider,
+    impl_configs,
+    randn,
+    sweep_providers,
+    tolerance,
+)
 from benchmarks.harness import BASELINE, OURS, Problem, Provider
 
 WORKSHOP = "softmax_backward"

@@ -8,8 +8,7 @@ running across rows).
 
 from __future__ import annotations
 
-from benchmarks._common import (ELEMENTS, Goal, Plot, impl_configs, row_softmax_problem,
-                                sweep_providers)
+from benchmarks._common import ELEMENTS, Goal, Plot, impl_configs, row_softmax_problem, sweep_providers
 
 WORKSHOP = "strided_softmax"
 DTYPES = ("float16", "bfloat16", "float32")

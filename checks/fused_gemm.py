@@ -433,9 +433,9 @@ def contract_early_rounding(ctx, impl, case):
 # Knobs change nothing in the result
 # ---------------------------------------------------------------------------------------------
 def _group_cases(device: str) -> list[Case]:
-    if device == "cuda":
+    if device == "cuda":  # the second shape is TMA-aligned: on an H200 it runs the persistent path
         return [Case(shape=(1000, 900, 300), blocks=(64, 64, 32), dtype=d) for d in DTYPES] + \
-               [Case(shape=(2000, 1100, 256), blocks=(128, 128, 64), dtype=d) for d in DTYPES]
+               [Case(shape=(2048, 1152, 256), blocks=(128, 128, 64), dtype=d) for d in DTYPES]
     return [Case(shape=(100, 90, 40), blocks=(32, 32, 16), dtype=d) for d in DTYPES]
 
 
@@ -507,7 +507,7 @@ def _persistent_cases(device: str) -> list[Case]:
     # TMA needs 16-byte aligned row strides: K and N multiples of 8 for 16-bit "row" operands,
     # M multiples of 8 for transposed A. Tails in M, N, K are still ragged w.r.t. the blocks.
     shapes = [(72, 80, 40), (8, 24, 56)] if device != "cuda" else [
-        (72, 80, 40), (1000, 1032, 520), (4096, 4096, 4096), (8, 4096, 1024)]
+        (72, 80, 40), (1000, 1032, 520), (2048, 2048, 2048), (8, 4096, 1024)]
     layouts = [("row", "row"), ("col", "row"), ("row", "col"), ("col", "col")]
     cases = []
     for i, s in enumerate(shapes):

@@ -18,6 +18,10 @@ def _install() -> None:
     global _installed
     if _installed:
         return
+    import sys
+
+    if "triton" not in sys.modules:
+        return  # nothing has imported Triton, so nothing can launch a kernel (cpu tier)
     from triton.runtime.jit import KernelInterface
 
     original = KernelInterface.__getitem__

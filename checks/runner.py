@@ -145,7 +145,7 @@ def _execute(check, case, module, device, seed, timeout, result) -> None:
     finally:
         result.max_error, result.tolerance = ctx.max_error, ctx.tolerance
         result.notes = list(ctx.notes)
-    result.case = dict(result.case, seed=ctx.case_seed)
+        result.case = dict(result.case, seed=ctx.case_seed)  # failed rows keep their seed too
 
 
 @contextlib.contextmanager

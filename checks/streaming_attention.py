@@ -132,7 +132,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     s_all = s_all.masked_fill(~visible, -math.inf)
     row_end = (rows.squeeze(1) // block_m + 1) * block_m  # causal: last key a program visits
     m = torch.full((n,), -math.inf, dtype=torch.float64)
-    l = torch.zeros(n, dtype=torch.float64)
+    den = torch.zeros(n, dtype=torch.float64)
     acc = torch.zeros((n, v.shape[1]), dtype=torch.float64)
     with torch.no_grad():
         for start in range(0, n_pad, block_n):
@@ -148,11 +148,11 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             p = torch.exp(s - m_new[:, None])  # natural units: the same as exp2 in log2 units
             alpha = torch.exp(m - m_new)
             acc_new = (acc * alpha[:, None] if rescale_acc else acc) + p @ vp[start:start + block_n]
-            l_new = (l * alpha if rescale_l else l) + p.sum(dim=1)
+            den_new = (den * alpha if rescale_l else den) + p.sum(dim=1)
             acc = torch.where(live[:, None], acc_new, acc)
-            l = torch.where(live, l_new, l)
+            den = torch.where(live, den_new, den)
             m = torch.where(live, m_new, m)
-    return acc / l[:, None]
+    return acc / den[:, None]
 
 
 def _block_candidates(impl, case, n, d, dtype, causal):
@@ -180,8 +180,6 @@ def _block_candidates(impl, case, n, d, dtype, causal):
 
 def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, atol):
     """Diagnoses for compare.assert_close: replay the classic mistakes on one (N, d) head."""
-    import torch
-
     n, d = q.shape
     dtype = str(q.dtype).replace("torch.", "")
 
@@ -508,7 +506,7 @@ def forward_configs(ctx, impl, case):
         configs = [{"block_m": bm, "block_n": bn} for bm, bn in pairs]
     q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     skipped = []
-    for i, knobs in enumerate(configs):
+    for knobs in configs:
         label = f"attention with CONFIGS entry {knobs}"
         try:
             out = impl.attention(q, k, v, causal=case.causal, **knobs)

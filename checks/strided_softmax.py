@@ -181,7 +181,7 @@ def diagnoses(x, dim: int):
         ratio = _row_ratio(got, expected, d, rtol, tol.rtol)
         if ratio is None:
             return None
-        if bool((ratio < 1).all()):
+        if bool((ratio < 1 + tol.rtol).all()):
             return ("the normalizer is wrong: every element of a softmax row is too small by "
                     "the same factor, so the row's sum is too large (padding lanes loaded as 0 "
                     "instead of -inf? a running sum not rescaled by exp(m_old - m_new) when "

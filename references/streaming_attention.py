@@ -158,7 +158,7 @@ def attention_kernel(
         q = q_src.load([head, start_m * BLOCK_M, 0]).reshape([BLOCK_M, HEAD_DIM])
     else:
         cols = tl.arange(0, HEAD_DIM)
-        q = tl.load(q_src + offs_m[:, None] * stride_qm + cols[None, :] * stride_qd,
+        q = tl.load(q_src + offs_m.to(tl.int64)[:, None] * stride_qm + cols[None, :] * stride_qd,
                     mask=offs_m[:, None] < n_ctx, other=0.0)  # (BLOCK_M, HEAD_DIM)
     if UPCAST_DOT:
         q = q.to(tl.float32)
@@ -190,19 +190,20 @@ def attention_kernel(
         stride_kn, stride_kd, stride_vn, stride_vd,
         BLOCK_N, HEAD_DIM, True, IS_CAUSAL, USE_TMA, WARP_SPECIALIZE, UPCAST_DOT, DOT_PRECISION)
 
-    # EXERCISE attention, attention_heads: divide the numerator by the denominator, once, and
-    # store the tile rounded to out's dtype. Rows past N must not be written.
+    # EXERCISE attention, attention_heads: divide the running numerator by the running
+    # denominator, once per row, after the last key block.
     out = acc / l_i[:, None]  # (BLOCK_M, HEAD_DIM)
+    # END EXERCISE
     if USE_TMA:
         # The descriptor clips rows past N by itself.
         out_ptr.store([head, start_m * BLOCK_M, 0],
                       out.to(out_ptr.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
     else:
+        # Round once, at the store; the program that owns the tail rows must not write past N.
         cols = tl.arange(0, HEAD_DIM)
         o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
-                  + offs_m[:, None] * stride_om + cols[None, :] * stride_od)
+                  + offs_m.to(tl.int64)[:, None] * stride_om + cols[None, :] * stride_od)
         tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
-    # END EXERCISE
 
 
 # ---------------------------------------------------------------------------------------------

@@ -390,11 +390,13 @@ def test_stale_notice_names_changed_sources(tmp_path):
 def test_figures_from_synthetic_evidence(tmp_path):
     pytest.importorskip("matplotlib")
     _write_fake_evidence(tmp_path)
-    written = report.write_figures(report.load_evidence(tmp_path), tmp_path / "figures")
+    folder = tmp_path / "figures"
+    written = report.write_figures(report.load_evidence(tmp_path), folder)
     assert sorted(p.name for p in written) == sorted(report.figure_names())
     assert all(p.stat().st_size > 1000 for p in written)
-    empty = report.write_figures(report.Evidence(), tmp_path / "empty")  # placeholders
-    assert len(empty) == len(written)
+    # without evidence nothing is drawn, and figures the evidence no longer supports go away
+    assert report.write_figures(report.Evidence(), folder) == []
+    assert not list(folder.glob("*.png"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,380 @@
+"""Streaming attention: softmax(Q K^T * scale) V one key block at a time, never the N x N matrix.
+
+What you will practise
+- `attention_kernel`: each program owns BLOCK_M query rows and walks the keys BLOCK_N at a
+  time. It keeps three running quantities per row (the FlashAttention-2 forward):
+  the running maximum `m` of the scores seen so far, the running denominator `l` (sum of
+  exp(score - m)) and the running numerator `acc` (the sum of exp(score - m) * v, a
+  BLOCK_M x d tile). When a new block raises the maximum, BOTH `acc` and `l` are rescaled by
+  alpha = exp(m_old - m_new); the division acc / l happens once, at the end.
+- exp2 instead of exp: exp(x) = exp2(x * log2(e)), and log2(e) is folded into the scale once, so
+  the inner loop does one fused multiply-add per score and the hardware's native exp2.
+- Causal attention with a two-stage loop: key blocks strictly left of the diagonal need no mask,
+  the diagonal block is masked (a row sees keys up to and including itself), and blocks right
+  of the diagonal are skipped: they hold no work at all.
+- Ragged N: the last program owns the tail rows (masked on load and store) and keys past N are
+  masked to -inf in the last key block, so they get weight exp(-inf) = 0.
+
+API
+- `attention(q, k, v, *, causal=False, scale=None, **knobs)`: one head, (N, d) each; the
+  lesson's API.
+- `attention_heads(q, k, v, *, causal=False, scale=None, **knobs)`: (H, N, d) each, one launch
+  for all heads (a leading grid axis over heads, per-head strides); what the benchmark times.
+- `CONFIGS`: the launch configurations a benchmark sweep tries; `default_config(d, dtype)`.
+- `_attention_dense`: the textbook formula with the full score matrix, kept only so the lesson
+  can compare memory use. The kernels never call it.
+
+Limitations: a bounded teaching implementation
+- Forward only: no backward, no dropout, no attention bias, no padding masks other than causal;
+  q, k and v have one length N (no cross attention with a different key length).
+- Head dims 16, 32, 64, 128; float16, bfloat16, float32 (fp32 runs IEEE fp32 dot products,
+  not TF32: correct to fp32 tolerances, but far from tensor-core speed).
+- Speed knobs (block sizes, warps, stages, TMA, warp specialization) are validated keyword
+  arguments; the defaults are starting points for an NVIDIA H200 until the benchmark sweep
+  over `CONFIGS` replaces them (see benchmarks/ and the validation report for measured numbers).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
+
+HEAD_DIMS = (16, 32, 64, 128)
+_LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel
+# ---------------------------------------------------------------------------------------------
+@triton.jit
+def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_ctx, qk_scale,
+                       stride_kn, stride_kd, stride_vn, stride_vd,
+                       BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr,
+                       IS_CAUSAL: tl.constexpr, USE_TMA: tl.constexpr,
+                       WARP_SPECIALIZE: tl.constexpr, UPCAST_DOT: tl.constexpr,
+                       DOT_PRECISION: tl.constexpr):
+    """Fold key blocks [lo, hi) into the running (acc, l_i, m_i) of this program's rows.
+
+    MASKED is a compile-time flag: the unmasked stage pays for no comparisons at all.
+    k_src and v_src point at this head's first row (or are TMA descriptors).
+    """
+    offs_n0 = tl.arange(0, BLOCK_N)
+    cols = tl.arange(0, HEAD_DIM)
+    # Offsets inside one (BLOCK_N, HEAD_DIM) tile, computed once; each step adds its first row.
+    k_offs = offs_n0[:, None] * stride_kn + cols[None, :] * stride_kd
+    v_offs = offs_n0[:, None] * stride_vn + cols[None, :] * stride_vd
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        offs_n = start_n + offs_n0  # (BLOCK_N,) the keys of this step
+        # -- load the key tile (BLOCK_N, HEAD_DIM); keys past N read as 0 ----------------------
+        if USE_TMA:
+            k = k_src.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        elif MASKED:
+            k = tl.load(k_src + start_n.to(tl.int64) * stride_kn + k_offs,
+                        mask=offs_n[:, None] < n_ctx, other=0.0)
+        else:
+            k = tl.load(k_src + start_n.to(tl.int64) * stride_kn + k_offs)
+        if UPCAST_DOT:
+            k = k.to(tl.float32)  # interpreter only: see UPCAST_DOT
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)  # (BLOCK_M, BLOCK_N) fp32
+        if MASKED:
+            # TODO(attention, attention_heads): build `keep` (BLOCK_M, BLOCK_N): key j is kept
+            # when it exists (j < n_ctx) and, if IS_CAUSAL, when it is not after the row
+            # (row >= j: a row sees its own key, the diagonal). Set dropped scores to -inf.
+            pass
+        # -- load the value tile (BLOCK_N, HEAD_DIM) -------------------------------------------
+        if USE_TMA:
+            v = v_src.load([head, start_n, 0]).reshape([BLOCK_N, HEAD_DIM])
+        elif MASKED:
+            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs,
+                        mask=offs_n[:, None] < n_ctx, other=0.0)
+        else:
+            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs)
+        if UPCAST_DOT:
+            v = v.to(tl.float32)  # interpreter only: see UPCAST_DOT
+        # TODO(attention, attention_heads): the online softmax update, in log2 units.
+        # m_new: the running max of s * qk_scale; p = exp2(s * qk_scale - m_new); alpha =
+        # exp2(m_i - m_new). Rescale BOTH acc and l_i by alpha, then acc += p @ v (p cast to
+        # v's dtype for the tensor cores, tl.dot(..., acc, input_precision=DOT_PRECISION)) and
+        # l_i += row sums of p; finally m_i = m_new.
+        pass
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attention_kernel(
+    q_ptr, k_ptr, v_ptr, out_ptr,  # pointers (TMA descriptors when USE_TMA)
+    n_ctx,  # N: rows of q, k, v and out in every head
+    qk_scale,  # scale * log2(e): scores in log2 units, so exp2 replaces exp
+    stride_qh, stride_qm, stride_qd,  # q strides: head, row, feature
+    stride_kh, stride_kn, stride_kd,  # k strides
+    stride_vh, stride_vn, stride_vd,  # v strides
+    stride_oh, stride_om, stride_od,  # out strides
+    HEAD_DIM: tl.constexpr,  # d: the tile width of q, k, v and out
+    BLOCK_M: tl.constexpr,  # query rows per program
+    BLOCK_N: tl.constexpr,  # keys per loop step (divides BLOCK_M when causal)
+    IS_CAUSAL: tl.constexpr,  # row i sees keys 0..i
+    USE_TMA: tl.constexpr,  # tiles move through Hopper TMA descriptors instead of pointers
+    WARP_SPECIALIZE: tl.constexpr,  # let the compiler split loads, MMAs and softmax into warps
+    UPCAST_DOT: tl.constexpr,  # interpreter + 16-bit inputs: run tl.dot in fp32 (no bf16 dot
+                               # there; numpy's fp16 matmul is ~100x slower than fp32)
+    DOT_PRECISION: tl.constexpr,  # "ieee" for fp32 inputs (no TF32 rounding), else "tf32"
+):
+    head = tl.program_id(1)
+    if IS_CAUSAL:
+        # Row blocks near the bottom see the most keys: launch those first, so the short ones
+        # fill the gaps at the end instead of a long one starting last.
+        start_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        start_m = tl.program_id(0)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) this program's rows
+
+    if USE_TMA:
+        q_src, k_src, v_src = q_ptr, k_ptr, v_ptr
+    else:
+        # int64 before the stride multiply: heads * stride can pass 2^31 elements.
+        q_src = q_ptr + head.to(tl.int64) * stride_qh
+        k_src = k_ptr + head.to(tl.int64) * stride_kh
+        v_src = v_ptr + head.to(tl.int64) * stride_vh
+    # q stays in registers (or shared memory) for the whole key loop; rows past N load as 0.
+    if USE_TMA:
+        q = q_src.load([head, start_m * BLOCK_M, 0]).reshape([BLOCK_M, HEAD_DIM])
+    else:
+        cols = tl.arange(0, HEAD_DIM)
+        q = tl.load(q_src + offs_m.to(tl.int64)[:, None] * stride_qm + cols[None, :] * stride_qd,
+                    mask=offs_m[:, None] < n_ctx, other=0.0)  # (BLOCK_M, HEAD_DIM)
+    if UPCAST_DOT:
+        q = q.to(tl.float32)
+
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)  # running max, log2 units
+    l_i = tl.zeros([BLOCK_M], tl.float32)  # running denominator
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)  # running numerator: sum of p @ v
+
+    # TODO(attention, attention_heads): choose the two stages' key ranges [0, hi1) and
+    # [lo2, hi2). Stage 1 takes the key blocks that need no mask; stage 2 the ones that do.
+    # Causal: stage 1 = keys left of this program's first row; stage 2 = the diagonal block,
+    # cut at N; blocks right of it are skipped. Non-causal: stage 1 = every full key block;
+    # stage 2 = the ragged tail block (empty when BLOCK_N divides N).
+    pass
+    acc, l_i, m_i = _attend_key_blocks(
+        acc, l_i, m_i, q, k_src, v_src, head, 0, hi1, offs_m, n_ctx, qk_scale,
+        stride_kn, stride_kd, stride_vn, stride_vd,
+        BLOCK_N, HEAD_DIM, False, IS_CAUSAL, USE_TMA, WARP_SPECIALIZE, UPCAST_DOT, DOT_PRECISION)
+    acc, l_i, m_i = _attend_key_blocks(
+        acc, l_i, m_i, q, k_src, v_src, head, lo2, hi2, offs_m, n_ctx, qk_scale,
+        stride_kn, stride_kd, stride_vn, stride_vd,
+        BLOCK_N, HEAD_DIM, True, IS_CAUSAL, USE_TMA, WARP_SPECIALIZE, UPCAST_DOT, DOT_PRECISION)
+
+    # TODO(attention, attention_heads): divide the running numerator by the running
+    # denominator, once per row, after the last key block.
+    pass
+    if USE_TMA:
+        # The descriptor clips rows past N by itself.
+        out_ptr.store([head, start_m * BLOCK_M, 0],
+                      out.to(out_ptr.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
+    else:
+        # Round once, at the store; the program that owns the tail rows must not write past N.
+        cols = tl.arange(0, HEAD_DIM)
+        o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
+                  + offs_m.to(tl.int64)[:, None] * stride_om + cols[None, :] * stride_od)
+        tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch configurations
+# ---------------------------------------------------------------------------------------------
+def default_config(head_dim: int, dtype: torch.dtype) -> dict:
+    """Launch knobs used when the caller passes none: starting points for an H200.
+
+    16-bit inputs: 128 query rows per program (two Hopper warpgroups' worth of MMA rows) and
+    64-key steps keep the fp32 score tile, the accumulator and a 3-deep K/V pipeline within
+    the registers and shared memory of one SM. fp32 tiles are twice as large in shared memory
+    and run IEEE fp32 dot products, so they take half-size blocks.
+    """
+    if dtype == torch.float32:
+        return dict(block_m=64, block_n=32, num_warps=4, num_stages=2, tma=False,
+                    warp_specialize=False)
+    if head_dim <= 64:
+        return dict(block_m=128, block_n=64, num_warps=4, num_stages=3, tma=False,
+                    warp_specialize=False)
+    return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=False,
+                warp_specialize=False)
+
+
+def _sweep_configs() -> list[dict]:
+    configs = []
+    for tma, ws in ((False, False), (True, False), (True, True)):
+        for bm in (64, 128):
+            for bn in (32, 64, 128):
+                for warps in (4, 8):
+                    for stages in (2, 3, 4):
+                        if warps == 8 and bm * bn < 128 * 64:
+                            continue  # too little work per warp to feed 8 warps
+                        if bn > bm:
+                            continue  # causal needs BLOCK_N <= BLOCK_M; keep one list for both
+                        configs.append(dict(block_m=bm, block_n=bn, num_warps=warps,
+                                            num_stages=stages, tma=tma, warp_specialize=ws))
+    return configs
+
+
+# What a benchmark sweep tries (16-bit inputs). A configuration that does not fit one SM's
+# shared memory or registers at a given d fails to compile (OutOfResources): a sweep records it
+# and moves on. TMA needs a Hopper-class GPU and 16-byte aligned strides; warp specialization
+# is only tried with TMA.
+CONFIGS: list[dict] = _sweep_configs()
+
+
+_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "warp_specialize")
+
+
+def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int) -> dict:
+    """The launch configuration: defaults for (d, dtype), overridden by the caller's knobs."""
+    unknown = sorted(set(knobs) - set(_KNOBS))
+    if unknown:
+        raise TypeError(f"unknown keyword argument(s) {unknown}; the launch knobs are "
+                        f"{', '.join(_KNOBS)}")
+    explicit = {name: value for name, value in knobs.items() if value is not None}
+    config = default_config(head_dim, dtype)
+    # Default blocks longer than the sequence only add masked work: shrink them to N (at least
+    # 16, the smallest tl.dot tile). Explicit knobs are kept as given.
+    fit = max(16, triton.next_power_of_2(max(n_ctx, 1)))
+    config["block_m"] = min(config["block_m"], fit)
+    config["block_n"] = min(config["block_n"], fit)
+    config.update(explicit)
+    if "block_n" not in explicit and isinstance(config["block_m"], int):
+        config["block_n"] = min(config["block_n"], config["block_m"])
+    check_power_of_two("block_m", config["block_m"], 16, 256)
+    check_power_of_two("block_n", config["block_n"], 16, 256)
+    check_power_of_two("num_warps", config["num_warps"], 1, 16)
+    check_int_range("num_stages", config["num_stages"], 1, 8)
+    for flag in ("tma", "warp_specialize"):
+        if not isinstance(config[flag], bool):
+            raise TypeError(f"{flag} must be a bool, got {type(config[flag]).__name__}")
+    if causal and config["block_n"] > config["block_m"]:
+        raise ValueError(f"causal attention needs block_n <= block_m (the diagonal stage steps "
+                         f"through one row block), got block_m={config['block_m']}, "
+                         f"block_n={config['block_n']}")
+    return config
+
+
+# ---------------------------------------------------------------------------------------------
+# Launchers: check, allocate, launch
+# ---------------------------------------------------------------------------------------------
+def _check_inputs(q, k, v, ndim: int, causal) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t, ndim=ndim)
+    for name, t in (("k", k), ("v", v)):
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} must have q's dtype {q.dtype}, got {t.dtype}")
+        if t.device != q.device:
+            raise ValueError(f"{name} must be on q's device {q.device}, got {t.device}")
+        if t.shape != q.shape:
+            raise ValueError(f"{name} must have q's shape {tuple(q.shape)} (one length N for "
+                             f"queries and keys, one head dim d), got {tuple(t.shape)}")
+    if q.shape[-1] not in HEAD_DIMS:
+        raise ValueError(f"head dim d = q.shape[-1] must be one of {HEAD_DIMS}, got "
+                         f"{q.shape[-1]} (shape {tuple(q.shape)})")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    check_device("q", q)
+
+
+def _check_scale(scale, head_dim: int) -> float:
+    if scale is None:
+        return head_dim ** -0.5
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
+    scale = float(scale)
+    if not math.isfinite(scale) or scale <= 0.0:
+        raise ValueError(f"scale must be finite and > 0, got {scale}")
+    if scale * _LOG2E > _FLOAT32_MAX:
+        raise ValueError(f"scale must fit float32 after folding log2(e) in, got {scale:g}")
+    return scale
+
+
+def _tma_descriptor(t: torch.Tensor, block_rows: int):
+    """A TMA descriptor for an (H, N, d) tensor that moves (1, block_rows, d) tiles."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    size = t.element_size()
+    if t.stride(-1) != 1 or any((s * size) % 16 for s in t.stride()[:-1]) or t.data_ptr() % 16:
+        raise ValueError(f"tma=True needs a unit feature stride, other strides that are "
+                         f"multiples of 16 bytes and a 16-byte aligned start; got strides "
+                         f"{t.stride()} of {t.dtype}")
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, block_rows, t.shape[-1]])
+
+
+def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
+    """Run the kernel on (H, N, d) q, k, v (any strides); return a new contiguous (H, N, d)."""
+    heads, n_ctx, head_dim = q.shape
+    out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)
+    if out.numel() == 0:
+        return out
+    qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
+    block_m, block_n = config["block_m"], config["block_n"]
+    if config["tma"]:
+        q_arg, out_arg = _tma_descriptor(q, block_m), _tma_descriptor(out, block_m)
+        k_arg, v_arg = _tma_descriptor(k, block_n), _tma_descriptor(v, block_n)
+    else:
+        q_arg, k_arg, v_arg, out_arg = q, k, v, out
+    grid = (triton.cdiv(n_ctx, block_m), heads)
+    attention_kernel[grid](
+        q_arg, k_arg, v_arg, out_arg, n_ctx, qk_scale,
+        *q.stride(), *k.stride(), *v.stride(), *out.stride(),
+        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
+        USE_TMA=config["tma"], WARP_SPECIALIZE=config["warp_specialize"],
+        UPCAST_DOT=interpreting() and q.dtype != torch.float32,
+        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        num_warps=config["num_warps"], num_stages=config["num_stages"],
+    )
+    return out
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
+              scale: float | None = None, **knobs) -> torch.Tensor:
+    """softmax(q @ k.T * scale [+ causal mask]) @ v for one head, without an N x N matrix.
+
+    q, k, v: (N, d) tensors of one dtype (float16, bfloat16, float32) and device, any strides
+    (slices of a packed qkv tensor work as they are); d in {16, 32, 64, 128}.
+    causal: row i attends to keys 0..i (its own key included).
+    scale: a finite float > 0; default d ** -0.5.
+    knobs: block_m, block_n, num_warps, num_stages, tma, warp_specialize (see CONFIGS).
+    Returns a new contiguous (N, d) tensor of q's dtype.
+    """
+    _check_inputs(q, k, v, 2, causal)
+    scale = _check_scale(scale, q.shape[-1])
+    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[0])
+    # One head is the H = 1 case of the batched kernel: q[None] is a view, not a copy.
+    return _launch(q[None], k[None], v[None], causal, scale, config)[0]
+
+
+def attention_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
+                    scale: float | None = None, **knobs) -> torch.Tensor:
+    """`attention` for H heads at once: q, k, v are (H, N, d), any strides; one launch.
+
+    A (B, H, N, d) batch is (B * H, N, d) after a reshape (a view when B and H are contiguous).
+    Returns a new contiguous (H, N, d) tensor of q's dtype.
+    """
+    _check_inputs(q, k, v, 3, causal)
+    scale = _check_scale(scale, q.shape[-1])
+    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[1])
+    return _launch(q, k, v, causal, scale, config)
+
+
+def _attention_dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
+                     scale: float | None = None) -> torch.Tensor:
+    """The textbook formula, materialising the (N, N) float32 score matrix: the lesson compares
+    its memory with the kernel's. 4 * N * N bytes: 1 GiB at N = 16384, for one head."""
+    n_ctx, head_dim = q.shape
+    scale = head_dim ** -0.5 if scale is None else scale
+    scores = (q.float() @ k.float().T) * scale  # (N, N)
+    if causal:
+        above = torch.ones((n_ctx, n_ctx), dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(above, -float("inf"))
+    return (scores.softmax(dim=-1) @ v.float()).to(q.dtype)
