@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.harness import fix_git_commit
 from checks import catalog, provenance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +76,7 @@ def bugzoo(workshops: list[str], device: str) -> dict:
                  f"({bug.check})")
     header = provenance.header(device, "references + planted bugs",
                                [p for p in sources if p.is_file()])
+    header = fix_git_commit(header)
     header.update(kind="bugzoo", seed=SEED)
     return {"header": header, "bugs": rows}
 
@@ -196,6 +198,7 @@ def badcalls(workshops: list[str], device: str) -> dict:
     files += [REPO_ROOT / "checks" / f"{w}.py" for w in workshops
               if (REPO_ROOT / "checks" / f"{w}.py").is_file()]
     header = provenance.header(device, "references", list(dict.fromkeys(files)))
+    header = fix_git_commit(header)
     header.update(kind="badcalls", seed=SEED)
     return {"header": header, "checks": rows}
 

@@ -506,6 +506,19 @@ def load(path: Path) -> dict:
     return json.loads(data.decode())
 
 
+def fix_git_commit(header: dict) -> dict:
+    """Keep `git_commit` only when it is a real commit id.
+
+    In a copy of the tree without history `git rev-parse HEAD` prints "HEAD" (and fails); the
+    commit then comes from WORKSHOP_GIT_COMMIT, and whether the tree was dirty is unknown.
+    """
+    commit = str(header.get("git_commit") or "")
+    if not (len(commit) == 40 and all(c in "0123456789abcdef" for c in commit.lower())):
+        header["git_commit"] = os.environ.get("WORKSHOP_GIT_COMMIT") or None
+        header["git_dirty"] = None
+    return header
+
+
 def default_path(header: dict) -> Path:
     gpu = "".join(c if c.isalnum() else "-" for c in (header.get("gpu") or header["device"]))
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -245,7 +245,7 @@ def evaluate_goal(goal, records: list[dict], ceiling_tb_s: float | None) -> dict
             values.append((value, label))
     if failed:
         return {"status": "not met", "worst": None, "where": "; ".join(failed[:3]),
-                "n": len(values) + len(failed), "detail": "ours did not pass the gate"}
+                "n": len(values) + len(failed), "detail": "ours failed the gate or raised"}
     if not values:
         return {"status": "not measured", "worst": None, "where": "", "n": 0, "detail": ""}
     worst, where = min(values)
@@ -339,7 +339,7 @@ def experiment_table(records: list[dict], ceiling_tb_s: float | None) -> list[st
             r = by_label.get(p)
             row.append(_cell(r, own_bytes=r["role"] == harness.CEILING) if r else "")
             if r and r.get("status") in ("failed", "error"):
-                notes.append(f"{group[0]['problem']}, {p}: {r.get('message', '')[:200]}")
+                notes.append(f"{group[0]['problem']}, {p}: {_md(r.get('message', '')[:200])}")
         if len(ours_labels) == 1:
             ours = by_label.get(ours_labels[0])
             for p in others:
@@ -357,14 +357,15 @@ def experiment_table(records: list[dict], ceiling_tb_s: float | None) -> list[st
 
 def _formula_line(groups: list[list[dict]]) -> str:
     first = groups[0][0]
-    parts = ["Bytes: " + "; ".join(dict.fromkeys(g[0]["bytes_formula"] for g in groups)) + "."]
+    parts = ["Bytes: " + "; ".join(f"`{x}`" for x in dict.fromkeys(g[0]["bytes_formula"]
+                                                                   for g in groups)) + "."]
     if first.get("flops"):
-        parts.append("FLOPs: " + "; ".join(dict.fromkeys(g[0]["flops_formula"] for g in groups))
-                     + ".")
+        parts.append("FLOPs: " + "; ".join(f"`{x}`" for x in dict.fromkeys(g[0]["flops_formula"]
+                                                                         for g in groups)) + ".")
     moved = {r["label"]: r["bytes_moved_formula"] for g in groups for r in g
              if r.get("bytes_moved_formula")}
     for label, formula in moved.items():
-        parts.append(f"{label} moves {formula}" + (" (its own column uses these bytes)"
+        parts.append(f"{label} moves `{formula}`" + (" (its own column uses these bytes)"
                                                    if any(r["label"] == label and
                                                           r["role"] == harness.CEILING
                                                           for g in groups for r in g) else
@@ -375,8 +376,17 @@ def _formula_line(groups: list[list[dict]]) -> str:
     for label, note in notes.items():
         state = f" [{', '.join(f'{k}={v}' for k, v in states[label].items())}]" \
             if label in states else ""
-        parts.append(f"{label}: {note}{state}.")
+        parts.append(f"{label}: {_md(note)}{state}.")
     return " ".join(parts) + " Cells: median throughput (median us, p10-p90 us)."
+
+
+def commit_text(h: dict) -> str:
+    """The short commit of a header; "unknown" when it is not a commit id (a copy of the tree
+    without history reports "HEAD"), with "(dirty)" when the tree was known to be dirty."""
+    commit = str(h.get("git_commit") or "")
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit.lower()):
+        return "unknown"
+    return commit[:10] + (" (dirty)" if h.get("git_dirty") else "")
 
 
 def _file_line(f: EvidenceFile) -> str:
@@ -388,7 +398,7 @@ def _file_line(f: EvidenceFile) -> str:
     partial = "" if h.get("complete", True) else " INCOMPLETE run (stopped early),"
     return (f"`{f.name}`:{partial} {h.get('mode')} timing, {h.get('scale')} scale, {plan.get('samples')} "
             f"samples per variant, {h.get('gpu', h.get('device'))}, {h.get('date')}, commit "
-            f"{str(h.get('git_commit'))[:10]}{' (dirty)' if h.get('git_dirty') else ''}, torch "
+            f"{commit_text(h)}, torch "
             f"{h.get('torch')}, Triton {h.get('triton')}{extra}.")
 
 
@@ -402,13 +412,13 @@ def workshop_section(workshop: str, evidence: Evidence) -> list[str]:
     lines += goals_table(workshop, runs) + [""]
     for mode, (f, records) in runs.items():
         if f is None:
-            lines += [f"#### {mode} timing", "", f"{NO_GPU} in this mode.", ""]
+            lines += [f"#### {workshop}, {mode} timing", "", f"{NO_GPU} in this mode.", ""]
             continue
         ceiling = (f.header.get("ceiling") or {}).get("ceiling_tb_s")
         experiments = list(dict.fromkeys(r["experiment"] for r in records))
         for experiment in experiments:
             subset = [r for r in records if r["experiment"] == experiment]
-            lines += [f"#### {experiment}, {mode} timing", "", _file_line(f), ""]
+            lines += [f"#### {workshop} {experiment}, {mode} timing", "", _file_line(f), ""]
             lines += experiment_table(subset, ceiling) + [""]
     return lines
 
@@ -460,7 +470,7 @@ def section_evidence(evidence: Evidence) -> str:
     for f in sorted(evidence.files, key=lambda f: f.when):
         h = f.header
         kind = f.kind if f.kind != "benchmark" else f"benchmark ({h.get('mode')}, {h.get('scale')})"
-        commit = str(h.get("git_commit"))[:10] + (" (dirty)" if h.get("git_dirty") else "")
+        commit = commit_text(h)
         lines.append(f"| `{f.name}` | {kind} | {h.get('device')} | {h.get('gpu') or ''} | "
                      f"{h.get('date')} | {commit} | {h.get('torch')} | {h.get('triton')} |")
     for bad in evidence.unreadable:
@@ -481,10 +491,9 @@ def section_checks(evidence: Evidence) -> str:
     for device, f in runs.items():
         h = f.header
         results = f.data.get("results", [])
-        lines += [f"#### {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+        lines += [f"### Checks on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
                   f"`{f.name}`: implementation {h.get('impl')}, seed {h.get('seed')}, "
-                  f"{h.get('date')}, commit {str(h.get('git_commit'))[:10]}"
-                  f"{' (dirty)' if h.get('git_dirty') else ''}, torch {h.get('torch')}, "
+                  f"{h.get('date')}, commit {commit_text(h)}, torch {h.get('torch')}, "
                   f"Triton {h.get('triton')}.", "",
                   "| tier | " + " | ".join(outcomes) + " | total |",
                   "| --- |" + " --- |" * (len(outcomes) + 1)]
@@ -506,7 +515,7 @@ def section_checks(evidence: Evidence) -> str:
             for r in failing[:20]:
                 first = (r.get("message") or "").splitlines()[:1]
                 lines.append(f"- {r['workshop']}/{r['check']} [{_case_label(r['case'])}]: "
-                             f"{first[0][:200] if first else ''}")
+                             f"{_md(first[0][:200]) if first else ''}")
             lines.append("")
         cuda_only = list(dict.fromkeys(f"{r['workshop']}/{r['check']} ({r['outcome']})"
                                        for r in results if r["tier"] == "cuda"))
@@ -517,7 +526,7 @@ def section_checks(evidence: Evidence) -> str:
 
 def _md(text: str) -> str:
     """Text safe inside a markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
 
 
 def _case_label(case: dict) -> str:
@@ -533,8 +542,8 @@ def section_bad_calls(evidence: Evidence) -> str:
     lines = []
     for device, f in runs.items():
         h = f.header
-        lines += [f"#### {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
-                  f"`{f.name}`, {h.get('date')}, commit {str(h.get('git_commit'))[:10]}.", "",
+        lines += [f"### Bad calls on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+                  f"`{f.name}`, {h.get('date')}, commit {commit_text(h)}.", "",
                   "| workshop | check | tier | bad calls tried | refused before any launch | "
                   "outcome |", "| --- | --- | --- | --- | --- | --- |"]
         total = refused = 0
@@ -558,8 +567,8 @@ def section_bug_zoo(evidence: Evidence) -> str:
     for device, f in runs.items():
         h = f.header
         bugs = f.data.get("bugs", [])
-        lines += [f"#### {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
-                  f"`{f.name}`, {h.get('date')}, commit {str(h.get('git_commit'))[:10]}: "
+        lines += [f"### Bug zoo on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+                  f"`{f.name}`, {h.get('date')}, commit {commit_text(h)}: "
                   f"{sum(b['caught'] for b in bugs)} of {len(bugs)} planted bugs caught by the "
                   "named check with the named hint.", "",
                   "| workshop | planted | caught | missed |", "| --- | --- | --- | --- |"]
@@ -772,15 +781,28 @@ def write_figures(evidence: Evidence, folder: Path = FIGURES_DIR) -> list[Path]:
                 path = folder / f"{workshop}_{plot.name}_{mode}.png"
                 subset = [r for r in records if r["experiment"] == plot.experiment
                           and plot.where(r["params"]) and median_ms(r) is not None]
+                caption = path.with_suffix(".txt")  # read by tools/build_book.py
                 if f is None or not subset:
                     path.unlink(missing_ok=True)
+                    caption.unlink(missing_ok=True)
                     continue
                 folder.mkdir(parents=True, exist_ok=True)
                 fig = _draw(plt, plot, subset, f)
                 fig.savefig(path, dpi=110, metadata={"Software": None})
                 plt.close(fig)
+                caption.write_text(_caption(plot, f) + "\n")
                 written.append(path)
     return written
+
+
+def _caption(plot, f: EvidenceFile) -> str:
+    h = f.header
+    how = ("CUDA events, L2 flushed before each sample" if h.get("mode") == "events" else
+           "CUDA-graph replay of back-to-back calls")
+    return (f"{plot.title or plot.name}. Medians of {(h.get('plan') or {}).get('samples')} "
+            f"samples per point ({how}) on {h.get('gpu') or h.get('device')}, {h.get('date')}, "
+            f"from benchmarks/results/{f.name}; every point passed the float64 correctness "
+            "gate first.")
 
 
 _STYLE = {harness.OURS: dict(linestyle="-", marker="o", linewidth=2.2),

@@ -164,13 +164,13 @@ def _install_interpreter_bounds_check() -> None:
                 f"every tensor argument ({', '.join(r[2] for r in _launch_ranges)}); "
                 "a mask is missing or wrong")
 
-    def load(self, ptrs, mask, other, *args):
+    def load(self, ptrs, mask, other, *args, **kwargs):
         check("load", ptrs, mask)
-        return original_load(self, ptrs, mask, other, *args)
+        return original_load(self, ptrs, mask, other, *args, **kwargs)
 
-    def store(self, ptrs, value, mask, *args):
+    def store(self, ptrs, value, mask, *args, **kwargs):
         check("store", ptrs, mask)
-        return original_store(self, ptrs, value, mask, *args)
+        return original_store(self, ptrs, value, mask, *args, **kwargs)
 
     init_args._workshop_patched = True
     executor._init_args_hst = init_args

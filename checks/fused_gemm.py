@@ -467,7 +467,9 @@ def knobs_group_m(ctx, impl, case):
 
 def _block_cases(device: str) -> list[Case]:
     if device == "cuda":
-        return [Case(config=i, persistent=p, dtype="bfloat16") for i in range(12)
+        # Indices into the module's CONFIGS (cases are listed before the module is imported;
+        # rows past its end report UNAVAILABLE).
+        return [Case(config=i, persistent=p, dtype="bfloat16") for i in range(24)
                 for p in (False, None)]
     configs = [(16, 16, 16, 1, 1), (32, 64, 16, 4, 2), (64, 32, 32, 2, 3), (16, 128, 64, 4, 1)]
     return [Case(config=c, dtype=d) for c in configs for d in DTYPES]
@@ -479,10 +481,11 @@ def knobs_blocks(ctx, impl, case):
     if isinstance(case.config, int):
         # GPU: the module's own CONFIGS list (the benchmark sweep's candidates), every entry
         # checked for correctness before anyone times it.
+        from checks.core import Unavailable
+
         configs = getattr(impl, "CONFIGS", None) or []
         if case.config >= len(configs):
-            raise CheckFailed(f"CONFIGS has {len(configs)} entries; case {case.config} is past "
-                              "the end", hint="")  # pragma: no cover - only if CONFIGS shrinks
+            raise Unavailable(f"CONFIGS has {len(configs)} entries; there is no entry {case.config}")
         knobs = dict(configs[case.config])
         if case.persistent is not None:
             knobs["persistent"] = case.persistent
@@ -506,6 +509,8 @@ def knobs_blocks(ctx, impl, case):
 def _persistent_cases(device: str) -> list[Case]:
     # TMA needs 16-byte aligned row strides: K and N multiples of 8 for 16-bit "row" operands,
     # M multiples of 8 for transposed A. Tails in M, N, K are still ragged w.r.t. the blocks.
+    # tma_store: None lets the launcher store C through a descriptor when N * 2 is a multiple of
+    # 16 (all shapes but N = 20, whose B is a transposed view); False forces pointer stores.
     shapes = [(72, 80, 40), (8, 24, 56)] if device != "cuda" else [
         (72, 80, 40), (1000, 1032, 520), (2048, 2048, 2048), (8, 4096, 1024)]
     layouts = [("row", "row"), ("col", "row"), ("row", "col"), ("col", "col")]
@@ -514,10 +519,16 @@ def _persistent_cases(device: str) -> list[Case]:
         for j, (la, lb) in enumerate(layouts):
             for d in DTYPES:
                 bias, relu = _COMBOS[(i + j) % 4]
-                cases.append(Case(shape=s, a=la, b=lb, dtype=d, bias=bias, relu=relu))
+                cases.append(Case(shape=s, a=la, b=lb, dtype=d, bias=bias, relu=relu,
+                                  tma_store=None))
     if device != "cuda":  # the interpreter: one layout pair per shape and dtype is enough
         cases = [c for c in cases if (c.a, c.b) in (("row", "row"), ("col", "col"))
                  or (c.shape == (72, 80, 40) and c.dtype == "float16")]
+    extra = [(24, 20, 56)] if device != "cuda" else [(24, 20, 56), (1000, 1020, 520)]
+    cases += [Case(shape=s, a="row", b="col", dtype=d, bias=True, relu=True, tma_store=None)
+              for s in extra for d in DTYPES]
+    cases += [Case(shape=shapes[0], a="row", b="row", dtype=d, bias=True, relu=False,
+                   tma_store=False) for d in DTYPES]
     return cases
 
 
@@ -568,6 +579,8 @@ def persistent_tma(ctx, impl, case):
     b = _operand(ctx, k, n, case.dtype, case.b)
     bias = _bias(ctx, n, case.bias, scale=2.0)
     knobs = dict(persistent=True)
+    if case.tma_store is not None:
+        knobs["tma_store"] = case.tma_store
     if ctx.device != "cuda":
         knobs.update(block_m=32, block_n=32, block_k=16)  # several tiles and K steps per program
     out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
@@ -610,6 +623,13 @@ def bad_calls(ctx, impl, case):
     e(f, a, b, num_stages=0, mentions=["num_stages"], what="num_stages = 0")
     e(f, a, b, num_stages=9, mentions=["num_stages"], what="num_stages = 9")
     e(f, a, b, persistent="yes", mentions=["persistent"], what="persistent not a bool")
+    e(f, a, b, tma_store=1, mentions=["tma_store"], what="tma_store not a bool")
+    e(f, a, b, persistent=False, tma_store=True, mentions=["tma_store"],
+      what="tma_store without the persistent kernel")
+    e(f, a, ctx.randn((10, 16), "float16").t(), persistent=True, tma_store=True,
+      mentions=["tma_store"], what="tma_store with 20-byte output rows")
+    e(f, a[:, 1:9], b[:8], persistent=True, mentions=["persistent", "aligned"],
+      what="persistent with an unaligned slice")
     e(f, a, b, block_m=256, block_n=256, num_warps=4, mentions=["num_warps"],
       what="accumulator too large for the threads")
     e(f, a, b, persistent=True, block_m=256, block_n=256, num_warps=4, mentions=["num_warps"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -65,11 +66,13 @@ def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty). On the GPU machine the tree is a copy that may lack .git: then the
     commit comes from WORKSHOP_GIT_COMMIT, which the maintainer sets when launching the run."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                                text=True, timeout=20).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT,
-                                capture_output=True, text=True, timeout=20)
-        if commit:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=20)
+        commit = done.stdout.strip()
+        # Only a real 40-hex commit counts: in a copy without history git prints "HEAD".
+        if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit):
+            status = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT,
+                                    capture_output=True, text=True, timeout=20)
             return commit, bool(status.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass

@@ -182,8 +182,9 @@ def _pick_tiles(n_rows: int, n_cols: int, y_strides, block_m, block_n, num_warps
         bm = block_m or max(1, min(_ROW_TILE // bn, 64, triton.next_power_of_2(n_rows)))
     if bm * bn > _MAX_TILE:
         raise ValueError(f"block_m * block_n must be at most {_MAX_TILE}, got {bm} * {bn}")
-    # About 32 values of each tensor per thread: more warps for bigger tiles.
-    warps = num_warps or min(max((bm * bn) // 1024, 1), 16)
+    # About 16 values of each tensor per thread (32 at the largest tiles): enough bytes in
+    # flight per thread to hide memory latency, few enough registers that nothing spills.
+    warps = num_warps or min(max((bm * bn) // 512, 1), 16)
     return bm, bn, warps
 
 

@@ -20,8 +20,9 @@ What you will learn
 
 Limitations
 - x is 2-D, float16, bfloat16 or float32; statistics in float32, one rounding at the store.
-- Any width works: up to `_MAX_ONE_BLOCK` elements a row is held in registers (one read, one
-  write); wider rows take a second pass over the input (one more read). Very wide rows with few
+- Any width works. Path A holds rows of up to 32768 elements in registers (one read, one
+  write); wider rows take a second pass over the input (one more read). Path B holds the whole
+  reduction only for short rows (up to 1024) and walks longer ones in two passes. Very wide rows with few
   of them leave most of the GPU idle: that is the split softmax workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
 - Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
@@ -40,28 +41,34 @@ from ._validate import check_device, check_dim, check_int_range, check_power_of_
 _MAX_ONE_BLOCK = 32768  # path A: widest row held in registers (16 warps: 64 fp32 per thread)
 _MAX_TILE = 65536  # most elements one program may hold in one block (block_r * block_i)
 _ROW_TILE = 2048  # path A: narrow rows are packed block_i to a program up to this many elements
-_STRIP_TILE = 16384  # path B: largest (rows-in-one-block x BLOCK_I) tile kept in registers
-_CHUNK_TILE = 4096  # path B: chunk of a two-pass walk (BLOCK_R x BLOCK_I)
+_WIDE_CHUNK = 8192  # path A: chunk of the two-pass walk over rows wider than _MAX_ONE_BLOCK
+_STRIP_TILE = 16384  # 2-D tiles: largest tile that keeps a whole reduction in registers
+_CHUNK_TILE = 4096  # 2-D tiles: chunk of a two-pass walk (BLOCK_R x BLOCK_I)
+_TRANSPOSE_SIDE = 16  # 2-D tiles: at least one 32-byte sector of float16 along the output's rows
+_TARGET_PROGRAMS = 1024  # path B, two passes: about 8 programs per SM of a 132-SM H200
 PATHS = ("A", "B")
 
 # Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
-# out keeps the launcher's default). The knobs mean the same thing on both paths:
-#   block_r: elements along the reduction per block (one block when it covers the whole row),
-#   block_i: rows per program, num_warps: warps per program, num_stages: software pipelining
-#   depth of the two-pass loops. The sweep runs every entry on a contiguous (path A) and on a
-#   transposed (path B) 4096 x 4096 tensor; an entry whose tile is too large raises ValueError.
+# out keeps the launcher's default). The knobs mean the same on both paths: block_r elements
+# along the reduction per block (a block covering the whole row means one pass), block_i rows
+# per program, num_warps warps per program, num_stages the software-pipelining depth of the
+# two-pass loops. The sweep runs every entry on a contiguous (path A) and a transposed (path B)
+# 4096 x 4096 float16 tensor; an entry whose tile is too large raises ValueError (skipped).
 CONFIGS = (
-    # path A, whole 4096-wide row in one block: warps per row (elements per thread 64 .. 8)
+    # path A, the whole 4096-wide row in one block: warps per row (64 .. 8 elements per thread)
     [dict(num_warps=w) for w in (2, 4, 8, 16)]
     # path A, two rows per program; a two-pass walk in 1024/2048 chunks (reads x twice)
     + [dict(block_i=2, num_warps=w) for w in (8, 16)]
     + [dict(block_r=r, num_warps=w) for r in (1024, 2048) for w in (4, 8)]
-    # path B two-pass tiles (BLOCK_R x BLOCK_I): both sides >= 32 keep loads and stores coalesced
-    + [dict(block_r=r, block_i=i, num_warps=w, num_stages=s)
-       for r, i in ((32, 64), (64, 64), (32, 128), (64, 128), (128, 64), (16, 256))
-       for w in (4, 8) for s in (2, 3)]
-    # path B with the whole 4096-long reduction in registers: narrow strips of 4 or 8 rows
-    + [dict(block_r=4096, block_i=i, num_warps=w) for i in (4, 8) for w in (8, 16)]
+    # path B, two passes over (block_r x block_i) chunks: more rows per program = longer
+    # coalesced stretches per load, fewer programs (4096 / block_i)
+    + [dict(block_r=r, block_i=i, num_warps=w)
+       for r, i in ((1024, 4), (512, 8), (256, 16), (128, 32), (64, 64), (32, 128), (128, 64))
+       for w in (4, 8)]
+    # path B, pipelining depth of the two-pass loops (Triton's default is 3)
+    + [dict(block_r=256, block_i=16, num_warps=8, num_stages=st) for st in (1, 2, 4)]
+    # path B, one pass: the whole 4096-long reduction of a narrow strip in registers
+    + [dict(block_r=4096, block_i=i, num_warps=w) for i in (2, 4, 8) for w in (8, 16)]
 )
 
 
@@ -194,25 +201,43 @@ def softmax_across_kernel(
             pass
 
 
-def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int) -> str:
-    """Path B when neighbouring rows are closer in memory than neighbours along a row.
+def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int, stride_or: int) -> str:
+    """Give the lanes of a warp the dimension whose neighbours are closest in memory.
 
-    Lanes of a warp that touch adjacent addresses share memory transactions (coalescing). Path A
-    puts the lanes along a row, path B across rows, so we give the lanes the dimension with the
-    smaller stride: a transposed input (stride_i = 1 < stride_r) wants path B; contiguous rows,
-    or views where neither dimension is contiguous but a row's own elements are at least as
-    close (a stepped slice x[::2, ::3]), stay on path A. Ties, including broadcast views with
-    both strides 0, go to path A. A dimension of size 1 never moves, so its stride is ignored.
+    Lanes that touch adjacent addresses share memory transactions (coalescing). Path A puts
+    the lanes along a row (the reduction R), path B across neighbouring rows (I). So a
+    transposed input (stride_i = 1 < stride_r) takes path B; contiguous rows, and views where
+    neither dimension is contiguous but a row's own elements are at least as close (a stepped
+    slice x[::2, ::3]), take path A; ties go to A.
+
+    Special cases: a dimension of size 1 never moves, so its stride means nothing. A stride of
+    0 (a broadcast) reads one cell over and over, which the cache serves whatever the lanes
+    do; then the output decides: lanes along its contiguous dimension (R for dim=1, I for
+    dim=0).
     """
     if n_i == 1:
         return "A"  # a single row: nothing to spread lanes across
     if n_r == 1:
         return "B"  # rows of one element: the lanes can only run across rows
+    if stride_r == 0 or stride_i == 0:
+        return "A" if stride_or == 1 else "B"
     return "B" if stride_i < stride_r else "A"
 
 
 def _pow2(n: int) -> int:
     return triton.next_power_of_2(max(int(n), 1))
+
+
+def _prev_pow2(n: int) -> int:
+    return 1 << (int(n).bit_length() - 1) if n >= 1 else 0
+
+
+def _fit(n_r: int, block_i: int, one_block_tile: int, chunk_tile: int) -> int:
+    """block_r for a tile of block_i rows: the whole reduction if that tile fits in
+    `one_block_tile` elements (one pass), else a chunk of `chunk_tile` elements (two passes)."""
+    if _pow2(n_r) * block_i <= one_block_tile:
+        return max(_pow2(n_r), 2)
+    return max(chunk_tile // block_i, 16)
 
 
 def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
@@ -242,29 +267,41 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     # rows of x.t(): swap the two sizes and the two strides; nothing is copied.
     pass
 
-    path = path or _choose_path(n_r, n_i, stride_xr, stride_xi)
+    path = path or _choose_path(n_r, n_i, stride_xr, stride_xi, stride_or)
+    # Block sizes. The lanes' dimension (A: along R, B: across I) gets the coalesced loads. When
+    # the output is contiguous along the *other* dimension (path A for dim=0, path B for
+    # dim=1), the tile needs at least _TRANSPOSE_SIDE elements along that one too: Triton then
+    # re-lays the tile through shared memory before the store, and the stores coalesce as well.
+    transposing = (stride_oi == 1) if path == "A" else (stride_or == 1)
     if path == "A":
-        # Whole row in one block when it fits (x read once); wider rows loop in 8192 chunks.
-        if block_r is None:
-            block_r = max(_pow2(n_r), 2) if n_r <= _MAX_ONE_BLOCK else 8192
-        # Narrow rows: pack several to a program so each still moves a useful amount of data.
-        if block_i is None:
-            block_i = min(max(_ROW_TILE // block_r, 1), _pow2(n_i))
+        if transposing:
+            if block_i is None:
+                block_i = min(_TRANSPOSE_SIDE, _pow2(n_i))
+            if block_r is None:
+                block_r = _fit(n_r, block_i, _STRIP_TILE, _CHUNK_TILE)
+        else:
+            # The whole row in one block when it fits (x read once); wider rows loop in chunks.
+            if block_r is None:
+                block_r = max(_pow2(n_r), 2) if n_r <= _MAX_ONE_BLOCK else _WIDE_CHUNK
+            # Narrow rows: several to a program, so each program still moves a useful amount.
+            if block_i is None:
+                block_i = min(max(_ROW_TILE // block_r, 1), _pow2(n_i))
     else:
-        # Rows per program are the coalesced side of every load: 16 fp16 values (32 bytes) fill
-        # one memory sector, 64 fill a 128-byte line. Short rows: as many rows as fit with
-        # the whole reduction in registers (x read once). Long rows: 64 rows, two passes.
+        short = _pow2(n_r) * 16 <= _STRIP_TILE  # 16 rows with the whole reduction fit a tile
         if block_i is None:
-            if block_r is None and _pow2(n_r) * 16 <= _STRIP_TILE:
-                block_i = _STRIP_TILE // _pow2(n_r)
+            if short and block_r is None:
+                # Short rows: as many neighbouring rows as fit with the whole reduction in
+                # registers (x read once), up to 64 (a 128-byte line of float16).
+                block_i = min(_STRIP_TILE // _pow2(n_r), 64)
             else:
-                block_i = 64
-            block_i = min(block_i, 64, _pow2(n_i))
+                # Long rows, two passes: 4 to 64 rows per program (8 to 128 bytes of float16
+                # per load), fewer when there are few rows, so that about _TARGET_PROGRAMS
+                # programs keep every SM busy.
+                block_i = min(max(_prev_pow2(n_i // _TARGET_PROGRAMS), 4), 64)
+            block_i = min(block_i, _pow2(n_i))
         if block_r is None:
-            if _pow2(n_r) * block_i <= _STRIP_TILE:
-                block_r = max(_pow2(n_r), 2)
-            else:
-                block_r = max(_CHUNK_TILE // block_i, 16)
+            block_r = _fit(n_r, block_i, _STRIP_TILE, _CHUNK_TILE) if short else \
+                max(_CHUNK_TILE // block_i, 16)
     if block_r * block_i > _MAX_TILE:
         raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
                          f"got block_r={block_r}, block_i={block_i}")

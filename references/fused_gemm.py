@@ -19,9 +19,11 @@ Two kernels, one contract
   interpreter included. The exercises live here and in the two helpers it shares.
 - `gemm_bias_relu_persistent_kernel`: an optional Hopper path. A persistent grid (one program per
   SM, each looping over tiles in grouped order) that loads A and B through TMA tensor
-  descriptors, which also zero-fill the tails so the K loop needs no masks. Chosen automatically
-  on compute capability 9.x when TMA can describe the operands (16-byte aligned base and row
-  stride, unit stride in one dimension); `persistent=` forces it on or off.
+  descriptors, which also zero-fill the tails so the K loop needs no masks, and stores C through
+  one too when C's rows are 16-byte aligned (in two half-width boxes). Chosen automatically on
+  compute capability 9.x when TMA can describe the operands (16-byte aligned base and row
+  stride, unit stride in one dimension); `persistent=` and `tma_store=` force it on or off.
+  Both kernels share the tile order and the epilogue, so the exercises shape both.
 
 Limitations
 - float16 and bfloat16 only, both operands of one dtype; bias float32 of shape (N,) or None.
@@ -31,8 +33,10 @@ Limitations
 - The persistent path builds its descriptors on the device, in scratch memory Triton requests
   through `triton.set_allocator`; the launcher installs a torch allocator for it (a process-wide
   setting) when that path runs.
-- A bounded teaching implementation: no split-K for very skinny outputs, no epilogue subtiling or
-  TMA store, no warp specialization, no fp8. Defaults and CONFIGS target one NVIDIA H200; speed
+- Operands whose strides are not 16-byte aligned (odd K or N) cannot use TMA nor vectorized
+  loads: every element is loaded on its own, far below the aligned speed.
+- A bounded teaching implementation: no split-K for very skinny outputs, no warp
+  specialization, no fp8. Defaults and CONFIGS target one NVIDIA H200; speed
   is whatever the benchmark results (and the validation report) measured there.
 """
 
@@ -63,25 +67,38 @@ _MAX_ACC_PER_THREAD = 128
 # On compute capability 9.x with TMA-compatible operands, `persistent=None` picks the persistent
 # TMA kernel when this is True and the pointer kernel when it is False. Set from the H200 sweep.
 PREFER_PERSISTENT = True
+# In the persistent kernel, `tma_store=None` stores C through a TMA descriptor (when C's rows are
+# 16-byte aligned) if this is True, with masked pointer stores if False.
+PREFER_TMA_STORE = True
 
 # Candidate launch configurations for a benchmark sweep (each usable as **kwargs). All fit the
 # register rule above. Shared memory per stage is (block_m + block_n) * block_k * 2 bytes and a
 # Hopper SM offers 227 KiB to one program: 4 stages of 48 KiB (128x256x64) fit, 5 do not, and the
 # epilogue may need scratch too, so some 4-stage entries can fail to compile (OutOfResources):
-# the sweep records that as a result, it is not a bug.
+# the sweep records that as a result, it is not a bug. The block_k = 32 and 16 entries are for
+# operands whose strides are not 16-byte aligned (odd K or N): every element is then loaded on
+# its own and each thread keeps one address per element of its A and B tiles, so the fewer
+# elements per thread, the better (the first H200 sweep: 128x128x64 with 4 warps, 64 + 64
+# elements per thread, ran 6x slower than with 8 warps on 4095 x 4097 x 4093).
 CONFIGS = [
     dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=3),
     dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=4),
+    dict(block_m=128, block_n=256, block_k=64, group_m=4, num_warps=8, num_stages=4),
+    dict(block_m=128, block_n=256, block_k=64, group_m=16, num_warps=8, num_stages=4),
     dict(block_m=256, block_n=128, block_k=64, group_m=8, num_warps=8, num_stages=3),
     dict(block_m=256, block_n=128, block_k=64, group_m=8, num_warps=8, num_stages=4),
-    dict(block_m=128, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=3),
     dict(block_m=128, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=4),
     dict(block_m=128, block_n=128, block_k=64, group_m=8, num_warps=8, num_stages=4),
     dict(block_m=128, block_n=128, block_k=128, group_m=8, num_warps=8, num_stages=3),
     dict(block_m=64, block_n=256, block_k=64, group_m=8, num_warps=4, num_stages=4),
-    dict(block_m=128, block_n=64, block_k=64, group_m=8, num_warps=4, num_stages=4),
     dict(block_m=64, block_n=128, block_k=64, group_m=8, num_warps=4, num_stages=4),
     dict(block_m=64, block_n=64, block_k=64, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=128, block_n=256, block_k=32, group_m=8, num_warps=8, num_stages=4),
+    dict(block_m=128, block_n=128, block_k=32, group_m=8, num_warps=8, num_stages=3),
+    dict(block_m=128, block_n=128, block_k=32, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=64, block_n=128, block_k=32, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=64, block_n=64, block_k=32, group_m=8, num_warps=4, num_stages=4),
+    dict(block_m=128, block_n=128, block_k=16, group_m=8, num_warps=8, num_stages=4),
 ]
 
 
@@ -104,27 +121,42 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def _bias_relu_store(
+def _epilogue(
     acc,  # (BLOCK_M, BLOCK_N) float32 accumulator: sum_k A[m, k] * B[k, n]
-    bias_ptr, c_ptr,  # pointers: bias (N,) float32 (unused unless HAS_BIAS), C (M, N)
+    bias_ptr,  # bias (N,) float32; read only if HAS_BIAS
     offs_m, offs_n,  # (BLOCK_M,), (BLOCK_N,) int32: the rows and columns of C this tile owns
-    M, N,  # sizes
-    stride_cm, stride_cn,  # strides of C
+    N,  # size
+    OUT_DTYPE: tl.constexpr,  # C's dtype (float16 or bfloat16)
     HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr,
 ):
-    # EXERCISE gemm_bias_relu: the epilogue. Add the float32 bias (bias[n] belongs to column n),
-    # apply the ReLU, both in float32, then round ONCE to C's dtype and store the tile, masked
-    # to the rows < M and columns < N that exist (the tail tiles overhang the matrix).
+    """bias + ReLU in float32, then the one rounding: returns the tile in OUT_DTYPE."""
+    # EXERCISE gemm_bias_relu: the epilogue, in float32: add the bias (bias[n] belongs to column
+    # n, so broadcast it down the rows; columns past N load 0), apply the ReLU, and only then
+    # round ONCE to OUT_DTYPE.
     if HAS_BIAS:
         bias = tl.load(bias_ptr + offs_n[None, :], mask=offs_n[None, :] < N, other=0.0)  # (1, BLOCK_N)
         acc = acc + bias
     if APPLY_RELU:
         acc = tl.maximum(acc, 0.0)
-    rows = offs_m.to(tl.int64)[:, None]  # (BLOCK_M, 1), int64: M * stride_cm may pass 2^31
+    c = acc.to(OUT_DTYPE)  # (BLOCK_M, BLOCK_N)
+    # END EXERCISE
+    return c
+
+
+@triton.jit
+def _store_tile(
+    c_ptr, c,  # pointer to C (M, N); the (BLOCK_M, BLOCK_N) tile to store, already in C's dtype
+    offs_m, offs_n,  # (BLOCK_M,), (BLOCK_N,) int32: the rows and columns of C this tile owns
+    M, N,  # sizes
+    stride_cm, stride_cn,  # strides of C
+):
+    # EXERCISE gemm_bias_relu: store the tile, masked to the rows < M and columns < N that exist
+    # (the tail tiles overhang the matrix). Widen the offsets to int64 before they multiply a
+    # stride: M * stride_cm may pass 2^31.
+    rows = offs_m.to(tl.int64)[:, None]  # (BLOCK_M, 1)
     cols = offs_n.to(tl.int64)[None, :]  # (1, BLOCK_N)
     c_mask = (rows < M) & (cols < N)  # (BLOCK_M, BLOCK_N)
-    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, acc.to(c_ptr.dtype.element_ty),
-             mask=c_mask)
+    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, c, mask=c_mask)
     # END EXERCISE
 
 
@@ -174,8 +206,8 @@ def gemm_bias_relu_kernel(
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
-    _bias_relu_store(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn,
-                     HAS_BIAS, APPLY_RELU)
+    c = _epilogue(acc, bias_ptr, offs_m, offs_n, N, c_ptr.dtype.element_ty, HAS_BIAS, APPLY_RELU)
+    _store_tile(c_ptr, c, offs_m, offs_n, M, N, stride_cm, stride_cn)
 
 
 @triton.jit
@@ -188,6 +220,7 @@ def gemm_bias_relu_persistent_kernel(
     HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr, DOT_IN_FP32: tl.constexpr,
     A_MAJOR_M: tl.constexpr,  # A has unit stride along M (a transposed view): describe A.T (K, M)
     B_MAJOR_K: tl.constexpr,  # B has unit stride along K (e.g. w.t()): describe B.T (N, K)
+    TMA_STORE: tl.constexpr,  # store C through a descriptor too (C's rows 16-byte aligned)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr,  # the grid size (one program per SM); the tile loop's stride
@@ -208,6 +241,11 @@ def gemm_bias_relu_persistent_kernel(
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                            block_shape=[BLOCK_K, BLOCK_N])
+    if TMA_STORE:
+        # Stores in two half-width boxes: half the shared memory to stage a store (Triton's
+        # tutorial calls this epilogue subtiling), and the copy engine clips the M and N tails.
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                           block_shape=[BLOCK_M, BLOCK_N // 2])
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -241,8 +279,15 @@ def gemm_bias_relu_persistent_kernel(
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        _bias_relu_store(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, stride_cm, stride_cn,
-                         HAS_BIAS, APPLY_RELU)
+        c = _epilogue(acc, bias_ptr, offs_m, offs_n, N, c_ptr.dtype.element_ty, HAS_BIAS,
+                      APPLY_RELU)
+        if TMA_STORE:
+            halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            c0, c1 = tl.split(halves)  # columns [0, BLOCK_N/2) and [BLOCK_N/2, BLOCK_N)
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c0)
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], c1)
+        else:
+            _store_tile(c_ptr, c, offs_m, offs_n, M, N, stride_cm, stride_cn)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,11 +300,11 @@ def _wave_efficiency(M: int, N: int, block_m: int, block_n: int, num_sms: int) -
     return tiles / (waves * num_sms)
 
 
-def default_config(M: int, N: int, K: int, *, num_sms: int = 132,
+def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool = True,
                    interpreter: bool = False) -> dict:
     """The launch configuration `gemm_bias_relu` uses when no knob is given (a pure function).
 
-    GPU (Hopper-sized SMs, num_sms of them):
+    GPU (Hopper-sized SMs, num_sms of them), operands with 16-byte aligned strides:
     - 128 x 256 x 64 tiles, 8 warps, 3 stages: the highest arithmetic intensity that fits
       (128 accumulator registers per thread, 48 KiB of shared memory per stage), used when the
       tiles fill the SMs' waves evenly;
@@ -270,6 +315,9 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132,
     - block_k = 64 (a 128-byte row of 16-bit values per load), smaller only when K itself is;
     - GROUP_M = 8 bands: the first wave of 132 programs then touches about 8 rows of A panels and
       17 columns of B panels instead of 5 rows and all the columns.
+    Not aligned (odd K or N, unaligned slices: `aligned=False`): no load can be vectorized, each
+    thread holds one address per element of its A and B tiles, so 128 x 128 x 32 over 8 warps
+    (16 + 16 elements per thread) instead of 64 x 64 x 64 per 4 warps' worth of threads.
     Interpreter: small tiles (at most 32 x 32 x 32): it runs each program in Python + NumPy, so
     the cost is per element and smaller tiles waste less work on masked tails.
     """
@@ -279,6 +327,9 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132,
         return dict(block_m=small(M), block_n=small(N), block_k=small(K), group_m=4,
                     num_warps=4, num_stages=2)
     block_k = min(64, max(16, triton.next_power_of_2(max(K, 1))))  # no 64-wide step for K = 20
+    if not aligned:
+        return dict(block_m=128, block_n=128, block_k=min(block_k, 32), group_m=8, num_warps=8,
+                    num_stages=3)
     if min(M, N) <= 64:
         if M <= N:
             return dict(block_m=64, block_n=128, block_k=block_k, group_m=8, num_warps=4,
@@ -342,16 +393,17 @@ def _check_knob_types(**knobs) -> None:
             raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16; got {value!r}")
     if knobs["num_stages"] is not None:
         check_int_range("num_stages", knobs["num_stages"], 1, 8)
-    if knobs["persistent"] is not None and not isinstance(knobs["persistent"], bool):
-        raise TypeError(f"persistent must be True, False or None (automatic), got "
-                        f"{knobs['persistent']!r}")
+    for name in ("persistent", "tma_store"):
+        if knobs[name] is not None and not isinstance(knobs[name], bool):
+            raise TypeError(f"{name} must be True, False or None (automatic), got "
+                            f"{knobs[name]!r}")
 
 
 def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, *,
                    relu: bool = True, block_m: int | None = None, block_n: int | None = None,
                    block_k: int | None = None, group_m: int | None = None,
                    num_warps: int | None = None, num_stages: int | None = None,
-                   persistent: bool | None = None) -> torch.Tensor:
+                   persistent: bool | None = None, tma_store: bool | None = None) -> torch.Tensor:
     """relu(a @ b + bias) (ReLU optional): float32 accumulation and epilogue, one rounding.
 
     a: (M, K) and b: (K, N), one dtype, float16 or bfloat16, any strides (never copied).
@@ -360,7 +412,9 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     Knobs (None: `default_config` for this shape): block_m, block_n, block_k (powers of two in
     [16, 256]), group_m (>= 1), num_warps (1, 2, 4, 8, 16), num_stages (1..8), persistent
     (None: the persistent TMA kernel on compute capability 9.x when the operands allow it and
-    PREFER_PERSISTENT; True: require it; False: the pointer kernel).
+    PREFER_PERSISTENT; True: require it; False: the pointer kernel), tma_store (persistent
+    kernel only; None: store C through a TMA descriptor when N * itemsize is a multiple of 16
+    and PREFER_TMA_STORE; True: require it; False: masked pointer stores).
     """
     # -- check ----------------------------------------------------------------------------------
     check_tensor("a", a, dtypes=_DTYPES, ndim=2)
@@ -381,7 +435,8 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     if not isinstance(relu, bool):
         raise TypeError(f"relu must be True or False, got {relu!r}")
     _check_knob_types(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
-                      num_warps=num_warps, num_stages=num_stages, persistent=persistent)
+                      num_warps=num_warps, num_stages=num_stages, persistent=persistent,
+                      tma_store=tma_store)
     check_same("b", b, "a", a, shape=False)
     check_device("a", a)
     if bias is not None and bias.device != a.device:
@@ -389,8 +444,13 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
 
     on_gpu = not interpreting()
     device_index = a.device.index if a.device.index is not None else 0
+    # TMA descriptors and vectorized loads need the same thing: 16-byte aligned base and strides
+    # with unit stride in one dimension.
+    layouts = (_tma_layout(a), _tma_layout(b)) if K > 0 else (None, None)
+    tma_ok = None not in layouts
     num_sms = _sm_count(device_index) if on_gpu else _INTERPRETER_PROGRAMS
-    config = default_config(M, N, K, num_sms=num_sms, interpreter=not on_gpu)
+    config = default_config(M, N, K, num_sms=num_sms, aligned=tma_ok or K == 0,
+                            interpreter=not on_gpu)
     given = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                  num_warps=num_warps, num_stages=num_stages)
     config.update({k: v for k, v in given.items() if v is not None})
@@ -402,8 +462,6 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             f"at most {_MAX_ACC_PER_THREAD} fit without spilling. Use more num_warps or smaller "
             "blocks.")
 
-    layouts = (_tma_layout(a), _tma_layout(b)) if K > 0 else (None, None)
-    tma_ok = None not in layouts
     if persistent:
         if on_gpu and _capability(device_index)[0] < 9:
             raise ValueError(f"persistent=True needs TMA (compute capability 9.0 or newer); this "
@@ -417,6 +475,13 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         persistent = (on_gpu and PREFER_PERSISTENT and tma_ok
                       and _capability(device_index)[0] == 9)
     use_persistent = persistent and K > 0  # K = 0: the pointer kernel's loop never reads A or B
+    c_aligned = (N * a.element_size()) % 16 == 0  # C is allocated contiguous: row stride N
+    if tma_store and not (persistent and c_aligned):
+        raise ValueError(f"tma_store=True needs the persistent kernel (persistent=True) and an "
+                         f"output row of a multiple of 16 bytes; got persistent={persistent}, "
+                         f"N = {N}. Use tma_store=None or False.")
+    if tma_store is None:
+        tma_store = PREFER_TMA_STORE and c_aligned
 
     # -- allocate -------------------------------------------------------------------------------
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
@@ -439,7 +504,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         gemm_bias_relu_persistent_kernel[(programs,)](
             a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             c.stride(0), c.stride(1), A_MAJOR_M=layouts[0] == "col",
-            B_MAJOR_K=layouts[1] == "col", NUM_PROGRAMS=programs, **common)
+            B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs, **common)
     else:
         grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](

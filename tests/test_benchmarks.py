@@ -251,6 +251,14 @@ def test_results_round_trip(tmp_path):
     assert harness.load(plain)["header"] == header
 
 
+def test_git_commit_falls_back_to_the_environment(monkeypatch):
+    monkeypatch.setenv("WORKSHOP_GIT_COMMIT", "a" * 40)
+    fixed = harness.fix_git_commit({"git_commit": "HEAD", "git_dirty": True})
+    assert fixed == {"git_commit": "a" * 40, "git_dirty": None}
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert harness.fix_git_commit({"git_commit": sha, "git_dirty": False})["git_commit"] == sha
+
+
 # ---------------------------------------------------------------------------------------------
 # The report, from no evidence and from synthetic evidence
 # ---------------------------------------------------------------------------------------------
@@ -341,7 +349,7 @@ def test_report_from_synthetic_evidence(tmp_path):
     assert "ours / torch.softmax" in bench and "ours / copy ceiling" in bench
     assert "1.11x" in bench  # ours 10 % faster in time = 1/0.9 in throughput
     assert "**not met**" in bench and "| met |" in bench
-    assert "Bytes: 2 * rows * width" in bench and "FLOPs: 2 * M * N * K" in bench
+    assert "Bytes: `2 * rows * width" in bench and "FLOPs: `2 * M * N * K`" in bench
     assert "4 * B * H * N^2 * d / 2 (causal)" in bench
     assert "| kernel | 1 | 0 | 0 | 0 | 1 |" in sections["checks"]
     assert "foundations/cuda.stream (FAIL)" in sections["checks"]
@@ -394,9 +402,10 @@ def test_figures_from_synthetic_evidence(tmp_path):
     written = report.write_figures(report.load_evidence(tmp_path), folder)
     assert sorted(p.name for p in written) == sorted(report.figure_names())
     assert all(p.stat().st_size > 1000 for p in written)
+    assert all("correctness gate" in p.with_suffix(".txt").read_text() for p in written)
     # without evidence nothing is drawn, and figures the evidence no longer supports go away
     assert report.write_figures(report.Evidence(), folder) == []
-    assert not list(folder.glob("*.png"))
+    assert not list(folder.glob("*.png")) and not list(folder.glob("*.txt"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,11 @@ def book():
     return build_book.build_for_tests()
 
 
+# Every test that takes the `book` fixture builds the book (once per run): minutes on a CPU.
+slow = pytest.mark.slow
+
+
+@slow
 def test_book_builds_with_warnings_as_errors(book):
     # render() runs jupyter-book with -W --keep-going and raises on any warning, so getting
     # here means the strict build passed; the site has its entry page and every TOC page.
@@ -40,6 +45,7 @@ def test_book_builds_with_warnings_as_errors(book):
         assert page.exists(), f"{docname} is in _toc.yml but {page} was not built"
 
 
+@slow
 def test_every_lesson_and_the_report_are_in_the_book(book):
     missing = book.missing()
     if missing and build_book.TESTS_ALLOW_MISSING:
@@ -47,6 +53,7 @@ def test_every_lesson_and_the_report_are_in_the_book(book):
     assert not missing
 
 
+@slow
 def test_internal_links_and_anchors_resolve(book):
     report = build_book.check_site(book.html_dir)
     links = [p for p in report.problems if "link " in p]
@@ -54,12 +61,14 @@ def test_internal_links_and_anchors_resolve(book):
     assert not links, "\n".join(links)
 
 
+@slow
 def test_no_page_loads_from_another_host(book):
     report = build_book.check_site(book.html_dir)
     remote = [p for p in report.problems if "another host" in p or "does not exist" in p]
     assert not remote, "\n".join(remote)
 
 
+@slow
 def test_math_renderer_is_bundled_and_used(book):
     bundle = build_book.MATHJAX
     # The committed bundle is exactly what its README lists (sha256 per file).
@@ -74,6 +83,7 @@ def test_math_renderer_is_bundled_and_used(book):
     assert len(list(fonts.glob("*.woff"))) >= 20
 
 
+@slow
 def test_lessons_were_executed_against_the_references(book):
     executed = [e for e in book.executions if e.ok]
     if not executed:
@@ -96,6 +106,7 @@ def test_lessons_were_executed_against_the_references(book):
         assert re.search(r"<p><b>\d+ PASS(, \d+ UNAVAILABLE)?</b>", page), execution.lesson.stem
 
 
+@slow
 def test_committed_notebooks_are_not_written(book):
     # The executed copies live in book/lessons/ (generated); notebooks/ keeps no outputs.
     for lesson in build_book.LESSON_LIST:
@@ -106,6 +117,7 @@ def test_committed_notebooks_are_not_written(book):
         assert not outputs, f"{lesson.source.name} has outputs"
 
 
+@slow
 def test_site_shows_no_solution_code(book):
     assert build_book.solution_blocks(), "no exercise region found in references/"
     hits = build_book.find_solution_code(book.html_dir)
@@ -131,6 +143,7 @@ def test_results_page_lists_every_figure(tmp_path):
     assert text.index("Fused GEMM") < text.index("Split softmax") < text.index("Other figures")
 
 
+@slow
 def test_built_results_page_matches_the_figures(book):
     page = (book.html_dir / "book" / "results.html").read_text()
     pngs = sorted(build_book.FIGURES.glob("*.png")) if build_book.FIGURES.is_dir() else []

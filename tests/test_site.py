@@ -29,6 +29,8 @@ import pytest
 
 from tools import build_book
 
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 # No network here but the package registries: without these flags Chromium's background

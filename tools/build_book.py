@@ -285,14 +285,28 @@ def write_lesson_placeholder(lesson: Lesson) -> Path:
     return path
 
 
+MODE_WORDS = {"events": "timed with CUDA events", "graph": "timed with CUDA-graph replay"}
+
+
 def figure_caption(png: Path) -> str:
-    """The caption of a results figure: `<name>.txt` beside it if present, else its name."""
+    """The caption of a results figure: `<name>.txt` beside it if present, else from its name.
+
+    `python -m benchmarks report` names figures `<workshop>_<plot>_<mode>.png`, e.g.
+    `split_softmax_bandwidth_graph.png` -> "Bandwidth, timed with CUDA-graph replay".
+    """
     sidecar = png.with_suffix(".txt")
     if sidecar.exists():
         text = " ".join(sidecar.read_text().split())
         if text:
             return text
-    return png.stem.replace("_", " ").replace("-", " ").capitalize()
+    stem = png.stem
+    owner = next((lesson.id for lesson in LESSON_LIST if stem.startswith(lesson.id + "_")), None)
+    if owner:
+        stem = stem[len(owner) + 1:]
+    words, _, mode = stem.rpartition("_")
+    if words and mode in MODE_WORDS:
+        return f"{words.replace('_', ' ').capitalize()}, {MODE_WORDS[mode]}."
+    return stem.replace("_", " ").replace("-", " ").capitalize() + "."
 
 
 def write_results_page(figures_dir: Path = FIGURES, out: Path | None = None) -> Path:
@@ -315,7 +329,7 @@ def write_results_page(figures_dir: Path = FIGURES, out: Path | None = None) -> 
         return out
     groups: dict[str, list[Path]] = {}
     for png in pngs:
-        owner = next((lesson for lesson in LESSON_LIST if png.stem.startswith(lesson.id)), None)
+        owner = next((lesson for lesson in LESSON_LIST if png.stem.startswith(lesson.id + "_")), None)
         groups.setdefault(owner.title if owner else "Other figures", []).append(png)
     order = [lesson.title for lesson in LESSON_LIST] + ["Other figures"]
     for title in sorted(groups, key=order.index):

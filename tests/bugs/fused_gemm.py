@@ -9,11 +9,11 @@ BUGS = [
         check="forward.k_tail", hint="K tail not masked"),
     # The accumulator is rounded to the output dtype before the bias is added.
     Bug("rounded_before_epilogue", find="    if HAS_BIAS:\n",
-        replace="    acc = acc.to(c_ptr.dtype.element_ty).to(tl.float32)\n    if HAS_BIAS:\n",
+        replace="    acc = acc.to(OUT_DTYPE).to(tl.float32)\n    if HAS_BIAS:\n",
         check="contract.early_rounding", hint="rounding before the epilogue"),
     # The bias is added in float16/bfloat16 instead of float32.
     Bug("bias_in_operand_dtype", find="acc = acc + bias",
-        replace="acc = (acc.to(c_ptr.dtype.element_ty) + bias.to(c_ptr.dtype.element_ty)).to(tl.float32)",
+        replace="acc = (acc.to(OUT_DTYPE) + bias.to(OUT_DTYPE)).to(tl.float32)",
         check="contract.early_rounding", hint="bias added in the operand dtype"),
     # bias[m] added to row m instead of bias[n] to column n.
     Bug("bias_indexed_by_row",
