@@ -209,6 +209,8 @@ def describe_exception(exc: BaseException) -> str:
     from checks.loader import REPO_ROOT
 
     where = ""
+    if isinstance(exc, SyntaxError) and exc.filename:  # the error is in the file, not the import
+        return f"SyntaxError: {exc.msg} (at {exc.filename}:{exc.lineno})"
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         filename = frame.filename
         if "site-packages" in filename or "/checks/" in filename or filename.startswith("<"):

@@ -591,6 +591,23 @@ def persistent_tma(ctx, impl, case):
 # ---------------------------------------------------------------------------------------------
 # Bad calls
 # ---------------------------------------------------------------------------------------------
+def _staged_cases(device: str) -> list[Case]:
+    shapes = [(33, 17, 29), (5, 9, 7)] if device != "cuda" else [(33, 17, 29), (4095, 4097, 4093)]
+    return [Case(shape=s, dtype=d, bias=True, relu=True) for s in shapes for d in DTYPES]
+
+
+@register(W, "staged.unaligned", tier="kernel", uses=("gemm_bias_relu",), cases=_staged_cases,
+          doc="stage_unaligned=True: odd K and N through zero-padded aligned copies")
+def staged_unaligned(ctx, impl, case):
+    m, n, k = case.shape
+    a = ctx.randn((m, k), case.dtype)
+    b = ctx.randn((k, n), case.dtype)
+    bias = _bias(ctx, n, case.bias, scale=2.0)
+    out = _run(ctx, impl, a, b, bias, case.relu, stage_unaligned=True)
+    _compare(ctx, out, a, b, bias, case.relu)
+    _note_upcast(ctx, case.dtype)
+
+
 @register(W, "bad_calls", tier="kernel", uses=("gemm_bias_relu",),
           doc="bad calls raise TypeError/ValueError naming the argument, before any launch")
 def bad_calls(ctx, impl, case):
@@ -623,6 +640,7 @@ def bad_calls(ctx, impl, case):
     e(f, a, b, num_stages=0, mentions=["num_stages"], what="num_stages = 0")
     e(f, a, b, num_stages=9, mentions=["num_stages"], what="num_stages = 9")
     e(f, a, b, persistent="yes", mentions=["persistent"], what="persistent not a bool")
+    e(f, a, b, stage_unaligned=1, mentions=["stage_unaligned"], what="stage_unaligned not a bool")
     e(f, a, b, tma_store=1, mentions=["tma_store"], what="tma_store not a bool")
     e(f, a, b, persistent=False, tma_store=True, mentions=["tma_store"],
       what="tma_store without the persistent kernel")

@@ -92,6 +92,8 @@ def _simulated(hint, simulate, match, differ):
         sim = simulate()
         if sim is None or _close(sim, expected, *differ) or not _close(got, sim, *match):
             return None
+        if bool((sim.isnan() & ~expected.isnan()).any()):
+            return None  # a NaN-producing mistake would match it too: not specific enough
         err_sim = (got - sim).abs().nan_to_num(0.0).max()
         err_true = (got - expected).abs().nan_to_num(float("inf")).max()
         return hint if bool(err_sim < err_true) else None
@@ -126,6 +128,15 @@ def diagnoses(x, dim: int):
     def dense_read():
         sim = _read_with_strides(x, (n_cols, 1))
         return None if sim is None else sim.softmax(dim)
+
+    def minus_inf_run(got, expected, bad):
+        if not bool(x.detach().isneginf().any()):
+            return None
+        if bool((got.isnan() & ~expected.isnan()).any()):
+            return ("running max still -inf: a row that starts with a block of -inf (masked "
+                    "logits) leaves m_new = -inf, and exp(m - m_new) = exp(-inf - (-inf)) = NaN; "
+                    "shift by 0 while the running max is -inf")
+        return None
 
     def no_max(got, expected, bad):
         # exp overflows float32 past 88.7: only then can a missing shift make inf / inf = NaN.
@@ -194,6 +205,7 @@ def diagnoses(x, dim: int):
                    "to float16; load, then .to(tl.float32) before any math", fp16_statistics,
                    match=(1e-2, 1e-4), differ=exact),
         no_max,
+        minus_inf_run,
         _simulated(f"input read as if dense: the kernel used contiguous strides ({n_cols}, 1) "
                    f"instead of x.stride() = {tuple(x.stride())}, so a broadcast (stride 0) or "
                    "strided view reads the wrong cells; pass both of x's strides",

@@ -12,8 +12,9 @@ What you will practise
 - Causal attention with a two-stage loop: key blocks strictly left of the diagonal need no mask,
   the diagonal block is masked (a row sees keys up to and including itself), and blocks right
   of the diagonal are skipped: they hold no work at all.
-- Ragged N: the last program owns the tail rows (masked on load and store) and keys past N are
-  masked to -inf in the last key block, so they get weight exp(-inf) = 0.
+- Ragged N: the program of the last row block owns the tail rows (masked on load and store;
+  it is the last program, or the first when causal, which runs row blocks bottom first), and
+  keys past N are masked to -inf in the last key block, so they get weight exp(-inf) = 0.
 
 API
 - `attention(q, k, v, *, causal=False, scale=None, **knobs)`: one head, (N, d) each; the
@@ -319,6 +320,9 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     block_m, block_n = config["block_m"], config["block_n"]
     if config["tma"]:
+        if not interpreting() and torch.cuda.get_device_capability(q.device)[0] < 9:
+            raise ValueError(f"tma=True needs a GPU with TMA (compute capability 9.0 or newer), "
+                             f"got {torch.cuda.get_device_name(q.device)}")
         q_arg, out_arg = _tma_descriptor(q, block_m), _tma_descriptor(out, block_m)
         k_arg, v_arg = _tma_descriptor(k, block_n), _tma_descriptor(v, block_n)
     else:

@@ -124,7 +124,8 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 def _epilogue(
     acc,  # (BLOCK_M, BLOCK_N) float32 accumulator: sum_k A[m, k] * B[k, n]
     bias_ptr,  # bias (N,) float32; read only if HAS_BIAS
-    offs_m, offs_n,  # (BLOCK_M,), (BLOCK_N,) int32: the rows and columns of C this tile owns
+    offs_m, offs_n,  # (BLOCK_M,), (BLOCK_N,) int32: the tile's rows and columns of C (this
+    # epilogue only needs the columns; a per-row scale would use the rows)
     N,  # size
     OUT_DTYPE: tl.constexpr,  # C's dtype (float16 or bfloat16)
     HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr,
@@ -344,6 +345,40 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
     return dict(block_m=128, block_n=128, block_k=block_k, group_m=8, num_warps=4, num_stages=4)
 
 
+# Below this many multiply-adds the copies of _gemm_staged cost more than the slow loads they
+# avoid (2^30: e.g. 1024^3).
+_STAGE_MIN_WORK = 1 << 30
+
+
+def _gemm_staged(a, b, bias, relu, knobs) -> torch.Tensor:
+    """The GEMM on 16-byte aligned copies of the operands: a visible, deliberate copy.
+
+    With odd K or N (4095 x 4097 x 4093), no row of A or B starts on a 16-byte boundary: loads
+    cannot be vectorized and TMA cannot describe the operands, so every element is loaded on
+    its own and the aligned kernel's speed drops about tenfold (measured on the H200; see the
+    validation report). Copying A and B once into buffers whose rows are padded to a multiple
+    of 8 elements costs one read and one write of each operand, small against a compute-bound
+    GEMM. The padding holds zeros, which add nothing to any dot product; the padded columns of
+    C (and of the bias) are dropped by the final copy into a contiguous (M, N) output.
+    """
+    M, K = a.shape
+    N = b.shape[1]
+    k_pad, n_pad = -(-K // 8) * 8, -(-N // 8) * 8
+    a_pad = torch.empty((M, k_pad), device=a.device, dtype=a.dtype)
+    a_pad[:, :K] = a  # copy 1: A into aligned rows
+    a_pad[:, K:] = 0
+    b_pad = torch.empty((k_pad, n_pad), device=b.device, dtype=b.dtype)
+    b_pad[:K, :N] = b  # copy 2: B into aligned rows
+    b_pad[K:, :] = 0
+    b_pad[:K, N:] = 0
+    bias_pad = None
+    if bias is not None:
+        bias_pad = torch.zeros(n_pad, device=bias.device, dtype=bias.dtype)
+        bias_pad[:N] = bias
+    c_pad = gemm_bias_relu(a_pad, b_pad, bias_pad, relu=relu, stage_unaligned=False, **knobs)
+    return c_pad[:, :N].contiguous()  # copy 3: drop the padded columns
+
+
 @functools.cache
 def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
@@ -403,7 +438,8 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                    relu: bool = True, block_m: int | None = None, block_n: int | None = None,
                    block_k: int | None = None, group_m: int | None = None,
                    num_warps: int | None = None, num_stages: int | None = None,
-                   persistent: bool | None = None, tma_store: bool | None = None) -> torch.Tensor:
+                   persistent: bool | None = None, tma_store: bool | None = None,
+                   stage_unaligned: bool | None = None) -> torch.Tensor:
     """relu(a @ b + bias) (ReLU optional): float32 accumulation and epilogue, one rounding.
 
     a: (M, K) and b: (K, N), one dtype, float16 or bfloat16, any strides (never copied).
@@ -414,7 +450,9 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     (None: the persistent TMA kernel on compute capability 9.x when the operands allow it and
     PREFER_PERSISTENT; True: require it; False: the pointer kernel), tma_store (persistent
     kernel only; None: store C through a TMA descriptor when N * itemsize is a multiple of 16
-    and PREFER_TMA_STORE; True: require it; False: masked pointer stores).
+    and PREFER_TMA_STORE; True: require it; False: masked pointer stores), stage_unaligned
+    (None: on a GPU, copy operands whose rows are not 16-byte aligned into padded buffers when
+    the problem is large enough to pay for the copies; True: always; False: never).
     """
     # -- check ----------------------------------------------------------------------------------
     check_tensor("a", a, dtypes=_DTYPES, ndim=2)
@@ -437,6 +475,8 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     _check_knob_types(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                       num_warps=num_warps, num_stages=num_stages, persistent=persistent,
                       tma_store=tma_store)
+    if stage_unaligned is not None and not isinstance(stage_unaligned, bool):
+        raise TypeError(f"stage_unaligned must be True, False or None, got {stage_unaligned!r}")
     check_same("b", b, "a", a, shape=False)
     check_device("a", a)
     if bias is not None and bias.device != a.device:
@@ -448,6 +488,13 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     # with unit stride in one dimension.
     layouts = (_tma_layout(a), _tma_layout(b)) if K > 0 else (None, None)
     tma_ok = None not in layouts
+    if stage_unaligned is None:
+        stage_unaligned = on_gpu and not tma_ok and K > 0 and M * N * K >= _STAGE_MIN_WORK
+    if stage_unaligned and K > 0 and M > 0 and N > 0:
+        knobs = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
+                     num_warps=num_warps, num_stages=num_stages, persistent=persistent,
+                     tma_store=tma_store)
+        return _gemm_staged(a, b, bias, relu, knobs)
     num_sms = _sm_count(device_index) if on_gpu else _INTERPRETER_PROGRAMS
     config = default_config(M, N, K, num_sms=num_sms, aligned=tma_ok or K == 0,
                             interpreter=not on_gpu)

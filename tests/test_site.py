@@ -178,13 +178,17 @@ return {
   untypeset: math.filter((el) => !el.querySelector("mjx-container")).map((el) => el.textContent.slice(0, 80)),
   containers: document.querySelectorAll("mjx-container").length,
   merrors: Array.from(document.querySelectorAll("mjx-merror")).map((el) => el.textContent.slice(0, 80)),
-  images: Array.from(document.images).map((img) => ({src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0})),
+  images: Array.from(document.images).map((img) => ({
+    src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0})),
   links: Array.from(document.querySelectorAll("a[href]")).map((a) => a.href),
   title: document.title,
 };
 """
 
-RAW_TEX = re.compile(r"\$[^$\s][^$]*\$|\\(?:frac|begin|end|sum|mathbb|operatorname|left|right|cdot|le|ge|infty)\b|\\\(|\\\[")
+# TeX that MathJax should have replaced: $...$, \frac and friends, \( and \[ delimiters.
+RAW_TEX = re.compile(r"\$[^$\s][^$]*\$"
+                     r"|\\(?:frac|begin|end|sum|mathbb|operatorname|left|right|cdot|le|ge|infty)\b"
+                     r"|\\\(|\\\[")
 
 
 def _network_events(driver) -> list[dict]:

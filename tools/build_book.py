@@ -131,7 +131,8 @@ def _stamp(lesson: Lesson, impl: str, device: str, expect_all_pass: bool) -> str
     if impl == "kernels":
         files += sorted((ROOT / "kernels").glob("*.py"))
     elif impl not in ("references",) and impl_path.exists():
-        files += sorted(impl_path.parent.glob("*.py")) if impl_path.is_file() else sorted(impl_path.glob("*.py"))
+        folder = impl_path.parent if impl_path.is_file() else impl_path
+        files += sorted(folder.glob("*.py"))
     for path in files:
         digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
         digest.update(_sha256(path).encode())
@@ -189,7 +190,7 @@ def _execute_one(lesson: Lesson, output: Path, impl: str, device: str, expect_al
     if process.returncode != 0 or not partial.exists():
         if partial.exists():
             partial.replace(failed)
-        where = f" (the executed notebook, with the error, is {failed.relative_to(ROOT)})" if failed.exists() else ""
+        where = f" (the executed notebook, with the error, is {_show(failed)})" if failed.exists() else ""
         return Execution(lesson, output, "failed", seconds,
                          f"papermill exited with {process.returncode}{where}\n{_tail(log)}")
     notebook = json.loads(partial.read_text())
@@ -199,6 +200,11 @@ def _execute_one(lesson: Lesson, output: Path, impl: str, device: str, expect_al
     partial.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
     partial.replace(output)
     return Execution(lesson, output, "executed", seconds)
+
+
+def _show(path: Path) -> str:
+    """A path for a message: relative to the repository when inside it."""
+    return str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
 
 
 def _tail(text: str, lines: int = 40) -> str:
@@ -373,12 +379,25 @@ def prepare_pages(lessons_status: dict[str, str], allow_missing: bool) -> Path |
     return alt
 
 
-def check_mathjax() -> None:
-    missing = [name for name in MATHJAX_FILES if not (MATHJAX / name).exists()]
+def _mathjax_complete() -> bool:
     fonts = list((MATHJAX / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
-    if missing or not fonts:
-        raise BookError(f"the bundled MathJax is incomplete in {MATHJAX.relative_to(ROOT)}; "
-                        "restore it with `python tools/build_book.py --vendor-mathjax`")
+    return bool(fonts) and all((MATHJAX / name).exists() for name in MATHJAX_FILES)
+
+
+def check_mathjax(log=print) -> None:
+    """The bundled MathJax must be there; fetch it once from npm if it is not (a fresh clone
+    where the bundle is not committed), else say how to get it."""
+    if _mathjax_complete():
+        return
+    log(f"MathJax is not bundled in {MATHJAX.relative_to(ROOT)}: fetching mathjax@{MATHJAX_VERSION} with npm")
+    try:
+        vendor_mathjax()
+    except (BookError, OSError, subprocess.CalledProcessError) as error:
+        raise BookError(f"the bundled MathJax is missing from {MATHJAX.relative_to(ROOT)} and could "
+                        f"not be fetched ({error}); run `python tools/build_book.py --vendor-mathjax` "
+                        "on a machine with npm and the npm registry") from error
+    if not _mathjax_complete():
+        raise BookError(f"fetching MathJax did not complete {MATHJAX.relative_to(ROOT)}")
 
 
 def vendor_mathjax(version: str = MATHJAX_VERSION) -> None:
@@ -543,8 +562,9 @@ def check_site(html_dir: str | Path) -> SiteReport:
                 if unquote(parts.fragment) not in ids:
                     report.problems.append(f"{rel}: link {url}: no anchor #{parts.fragment} on "
                                            f"{target.relative_to(html_dir.resolve())}")
+    remote_css = re.compile(r"(?:@import\s+|url\()\s*['\"]?((?:https?:)?//[^'\")\s]+)")
     for css in sorted(html_dir.rglob("*.css")):
-        for match in re.finditer(r"(?:@import\s+|url\()\s*['\"]?((?:https?:)?//[^'\")\s]+)", css.read_text(errors="replace")):
+        for match in remote_css.finditer(css.read_text(errors="replace")):
             report.problems.append(f"{css.relative_to(html_dir)}: loads {match.group(1)} from another host")
     report.problems += [f"solution code on the site: {p}" for p in find_solution_code(html_dir, pages)]
     return report
@@ -633,7 +653,7 @@ def build(ids=None, *, skip_execute: bool = False, allow_missing: bool = False, 
     whose executed copy is up to date (see `_stamp`).
     """
     start = time.perf_counter()
-    check_mathjax()
+    check_mathjax(log)
     LESSONS.mkdir(parents=True, exist_ok=True)
     selected = set() if skip_execute else {lesson.id for lesson in select_lessons(ids)}
     executions = execute_lessons(LESSONS, SITE_IMPL, sorted(selected), jobs, timeout=timeout,
@@ -718,9 +738,9 @@ def _build_once_per_run() -> Build:
                 if record.get("error"):
                     raise BookError(record["error"])
                 by_id = {lesson.id: lesson for lesson in LESSON_LIST}
-                return Build(Path(record["html_dir"]),
-                             [Execution(by_id[e["id"]], Path(e["output"]), e["status"], e["seconds"], e["error"])
-                              for e in record["executions"]],
+                executions = [Execution(by_id[e["id"]], Path(e["output"]), e["status"], e["seconds"],
+                                        e["error"]) for e in record["executions"]]
+                return Build(Path(record["html_dir"]), executions,
                              SiteReport(**record["site"]), record["seconds"], record["replaced"])
         try:
             result = build(allow_missing=TESTS_ALLOW_MISSING, reuse=True, path_output=TEST_OUTPUT)
