@@ -17,14 +17,14 @@ setup: $(STAMP)
 # the machine: a CPU machine gets torch 2.13 (CPU build) and Triton 3.6 (the version on the lent
 # GPU, whose interpreter the CPU checks use); a machine with an NVIDIA driver gets PyPI's CUDA
 # build of torch and the Triton it pins.
-$(STAMP): requirements/lock.txt requirements/torch-cpu.txt requirements/torch-gpu.txt
+$(STAMP): requirements/lock.txt requirements/browser.txt requirements/torch-cpu.txt requirements/torch-gpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
 	    $(PY) -m pip install --quiet -r requirements/torch-gpu.txt; \
 	else \
 	    $(PY) -m pip install --quiet -r requirements/torch-cpu.txt; \
 	fi
-	$(PY) -m pip install --quiet -r requirements/lock.txt
+	$(PY) -m pip install --quiet -r requirements/lock.txt -r requirements/browser.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (workshop)" >/dev/null
 	touch $(STAMP)
 
@@ -41,4 +41,4 @@ starters: setup
 	$(PY) tools/make_starters.py
 
 clean:
-	rm -rf build _build book/lessons
+	rm -rf build _build book/lessons book/_generated

@@ -1,29 +1,17 @@
-"""Shared fixtures: the lessons executed against the references, once per test session.
+"""Shared fixtures.
 
-pytest-xdist runs two workers; both may ask for the executed lessons. A file lock makes the
-first execute them (papermill, into book/lessons/) and the second reuse them: build_book keeps
-a fingerprint of every input in each executed copy.
+The lessons executed against the references come from the one book build of the test run
+(tools/build_book.build_for_tests: papermill into book/lessons/, then jupyter-book), shared by
+the pytest-xdist workers through a file lock, so no lesson is executed twice.
 """
 
 from __future__ import annotations
 
-import fcntl
-
 import pytest
-
-from tests.helpers import ROOT
 
 
 @pytest.fixture(scope="session")
 def executed_lessons():
     from tools import build_book
 
-    lock_path = ROOT / "build" / "lessons.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            return build_book.execute_lessons(build_book.LESSONS, impl="references", reuse=True,
-                                              jobs=1)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return build_book.build_for_tests().executions

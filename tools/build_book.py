@@ -697,7 +697,7 @@ def build(ids=None, *, skip_execute: bool = False, allow_missing: bool = False, 
 # puts placeholders where a lesson or the validation report is missing, and the tests that need
 # them skip with the list. Set this to False once all seven notebooks and validation_report.md
 # exist: from then on a missing one fails the build test.
-TESTS_ALLOW_MISSING = True
+TESTS_ALLOW_MISSING = False
 TEST_OUTPUT = ROOT / "build" / "book"  # the test build's site: build/book/_build/html
 _test_build: Build | BaseException | None = None
 

@@ -1,5 +1,8 @@
 from tests.bugs import Bug
 
+# Path B's update of the running sum in its first pass (the line three of these bugs edit).
+_RESCALE = "s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)"
+
 BUGS = [
     # The row's own stride dropped: neighbours along the softmax dimension read as adjacent.
     Bug("stride_n_ignored", find="i * stride_xi + r * stride_xr, mask=",
@@ -7,6 +10,7 @@ BUGS = [
     Bug("no_max_subtraction", find="numerator = tl.exp(x - m[:, None])",
         replace="numerator = tl.exp(x)", check="forward.extreme",
         hint="missing max subtraction"),
+    # The tail of a row padded with 0, which then adds exp(0 - max) to the row's sum.
     Bug("tail_other_zero", find='other=-float("inf")', replace="other=0.0",
         check="forward.ragged", hint="tail not masked"),
     # The launcher hands the kernel dense row-major strides instead of x's own.
@@ -17,10 +21,14 @@ BUGS = [
         hint="output written with the input's strides"),
     Bug("statistics_in_fp16", find=".to(tl.float32)", replace=".to(tl.float16)",
         check="forward.layouts", hint="statistics in fp16"),
-    # The online rescale of the running sum forgotten in path B's two-pass walk.
-    Bug("running_sum_not_rescaled", find="s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)",
+    # The old sum not rescaled by exp(m - m_new) when the running max grows.
+    Bug("running_sum_not_rescaled", find=_RESCALE,
         replace="s = s + tl.sum(tl.exp(x - shift[None, :]), axis=0)", check="forward.paths",
         hint="normalizer"),
+    # The -inf guard dropped: a row starting with a block of -inf computes -inf - (-inf).
+    Bug("running_max_minus_inf_unguarded", find=_RESCALE,
+        replace="s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[None, :]), axis=0)",
+        check="forward.extreme", hint="running max still -inf"),
     Bug("no_knob_validation", find='check_power_of_two("num_warps", num_warps, 1, 16)',
         replace="pass", check="bad_calls", hint="validate"),
 ]
