@@ -504,8 +504,8 @@ def _configs_cases(device: str) -> list[Case]:
           timeout=3600,
           doc="every CONFIGS entry (the benchmark sweep's candidates) against float64")
 def forward_configs(ctx, impl, case):
-    """On a GPU every entry runs (one compile each); under the interpreter, which ignores warps,
-    stages, TMA and warp specialization, each distinct (block_m, block_n) runs once."""
+    """On a GPU every entry runs (one compile each); under the interpreter, which ignores warps
+    and stages and runs pointer loads only, each distinct (block_m, block_n) runs once."""
     configs = [{key: value for key, value in dict(c).items() if value is not None}
                for c in (getattr(impl, "CONFIGS", None) or [])]
     if not configs:
@@ -632,6 +632,13 @@ def bad_calls(ctx, impl, case):
                      what="attention: causal with block_n > block_m")
     ctx.expect_error(att, q, k, v, blockm=64, mentions=["blockm"],
                      what="attention: an unknown keyword argument")
+    ctx.expect_error(att, q, k, v, tma="yes", mentions=["tma"], what="attention: tma not a bool")
+    if ctx.device == "cuda":
+        ctx.expect_error(att, q.t().contiguous().t(), k, v, tma=True, mentions=["tma"],
+                         what="attention: tma=True with a column-major q (no unit stride)")
+    else:
+        ctx.expect_error(att, q, k, v, tma=True, mentions=["tma"],
+                         what="attention: tma=True under the interpreter")
     h3 = [ctx.randn((2, 24, 32), "float16") for _ in range(3)]
     ctx.expect_error(heads, q, k, v, mentions=["3-D"], what="attention_heads: 2-D input")
     ctx.expect_error(heads, h3[0], ctx.randn((3, 24, 32), "float16"), h3[2], mentions=["k"],

@@ -30,9 +30,10 @@ Limitations: a bounded teaching implementation
   q, k and v have one length N (no cross attention with a different key length).
 - Head dims 16, 32, 64, 128; float16, bfloat16, float32 (fp32 runs IEEE fp32 dot products,
   not TF32: correct to fp32 tolerances, but far from tensor-core speed).
-- Speed knobs (block sizes, warps, stages, TMA, warp specialization) are validated keyword
-  arguments; the defaults are starting points for an NVIDIA H200 until the benchmark sweep
-  over `CONFIGS` replaces them (see benchmarks/ and the validation report for measured numbers).
+- Speed knobs (block sizes, warps, stages, TMA) are validated keyword arguments. The defaults
+  and `CONFIGS` were chosen from compiling every candidate for sm_90 (registers, spills, shared
+  memory), not from timings; the benchmark sweep on the H200 is what ranks them (see
+  benchmarks/ and the validation report for measured numbers).
 """
 
 from __future__ import annotations
@@ -58,8 +59,7 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
                        stride_kn, stride_kd, stride_vn, stride_vd,
                        BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr,
                        IS_CAUSAL: tl.constexpr, USE_TMA: tl.constexpr,
-                       WARP_SPECIALIZE: tl.constexpr, UPCAST_DOT: tl.constexpr,
-                       DOT_PRECISION: tl.constexpr):
+                       UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr):
     """Fold key blocks [lo, hi) into the running (acc, l_i, m_i) of this program's rows.
 
     MASKED is a compile-time flag: the unmasked stage pays for no comparisons at all.
@@ -70,7 +70,7 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
     # Offsets inside one (BLOCK_N, HEAD_DIM) tile, computed once; each step adds its first row.
     k_offs = offs_n0[:, None] * stride_kn + cols[None, :] * stride_kd
     v_offs = offs_n0[:, None] * stride_vn + cols[None, :] * stride_vd
-    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+    for start_n in tl.range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         offs_n = start_n + offs_n0  # (BLOCK_N,) the keys of this step
         # -- load the key tile (BLOCK_N, HEAD_DIM); keys past N read as 0 ----------------------
@@ -133,7 +133,6 @@ def attention_kernel(
     BLOCK_N: tl.constexpr,  # keys per loop step (divides BLOCK_M when causal)
     IS_CAUSAL: tl.constexpr,  # row i sees keys 0..i
     USE_TMA: tl.constexpr,  # tiles move through Hopper TMA descriptors instead of pointers
-    WARP_SPECIALIZE: tl.constexpr,  # let the compiler split loads, MMAs and softmax into warps
     UPCAST_DOT: tl.constexpr,  # interpreter + 16-bit inputs: run tl.dot in fp32 (no bf16 dot
                                # there; numpy's fp16 matmul is ~100x slower than fp32)
     DOT_PRECISION: tl.constexpr,  # "ieee" for fp32 inputs (no TF32 rounding), else "tf32"
@@ -185,11 +184,11 @@ def attention_kernel(
     acc, l_i, m_i = _attend_key_blocks(
         acc, l_i, m_i, q, k_src, v_src, head, 0, hi1, offs_m, n_ctx, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
-        BLOCK_N, HEAD_DIM, False, IS_CAUSAL, USE_TMA, WARP_SPECIALIZE, UPCAST_DOT, DOT_PRECISION)
+        BLOCK_N, HEAD_DIM, False, IS_CAUSAL, USE_TMA, UPCAST_DOT, DOT_PRECISION)
     acc, l_i, m_i = _attend_key_blocks(
         acc, l_i, m_i, q, k_src, v_src, head, lo2, hi2, offs_m, n_ctx, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
-        BLOCK_N, HEAD_DIM, True, IS_CAUSAL, USE_TMA, WARP_SPECIALIZE, UPCAST_DOT, DOT_PRECISION)
+        BLOCK_N, HEAD_DIM, True, IS_CAUSAL, USE_TMA, UPCAST_DOT, DOT_PRECISION)
 
     # EXERCISE attention, attention_heads: divide the running numerator by the running
     # denominator, once per row, after the last key block.
@@ -210,48 +209,54 @@ def attention_kernel(
 # ---------------------------------------------------------------------------------------------
 # Launch configurations
 # ---------------------------------------------------------------------------------------------
-def default_config(head_dim: int, dtype: torch.dtype) -> dict:
-    """Launch knobs used when the caller passes none: starting points for an H200.
+# tma=None means "auto": TMA where the GPU and the strides allow it, if _TMA_BY_DEFAULT is True.
+# Off until the H200 sweep shows TMA winning; compiled for sm_90, TMA uses 20-40 fewer registers
+# per thread than per-thread pointers at the same tiles.
+_TMA_BY_DEFAULT = False
 
-    16-bit inputs: 128 query rows per program (two Hopper warpgroups' worth of MMA rows) and
-    64-key steps keep the fp32 score tile, the accumulator and a 3-deep K/V pipeline within
-    the registers and shared memory of one SM. fp32 tiles are twice as large in shared memory
-    and run IEEE fp32 dot products, so they take half-size blocks.
+
+def default_config(head_dim: int, dtype: torch.dtype) -> dict:
+    """Launch knobs used when the caller passes none (starting points for an H200).
+
+    16-bit inputs: 128 query rows per program and 64-key steps. At d <= 64, 4 warps (~220
+    registers per thread, 64 KiB of shared memory for a 3-deep K/V pipeline: two programs fit
+    one SM). At d = 128 the fp32 accumulator doubles, and 4 warps would spill: 8 warps (~175
+    registers, 128 KiB). fp32 inputs run IEEE fp32 dot products on the CUDA cores (no tensor
+    cores), whose operands live in registers: 64 x 32 tiles over 8 warps, 64 x 16 at d = 128,
+    are the largest that compiled without spills.
     """
     if dtype == torch.float32:
-        return dict(block_m=64, block_n=32, num_warps=4, num_stages=2, tma=False,
-                    warp_specialize=False)
+        return dict(block_m=64, block_n=32 if head_dim <= 64 else 16, num_warps=8, num_stages=2,
+                    tma=None)
     if head_dim <= 64:
-        return dict(block_m=128, block_n=64, num_warps=4, num_stages=3, tma=False,
-                    warp_specialize=False)
-    return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=False,
-                warp_specialize=False)
+        return dict(block_m=128, block_n=64, num_warps=4, num_stages=3, tma=None)
+    return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=None)
 
 
 def _sweep_configs() -> list[dict]:
-    configs = []
-    for tma, ws in ((False, False), (True, False), (True, True)):
-        for bm in (64, 128):
-            for bn in (32, 64, 128):
-                for warps in (4, 8):
-                    for stages in (2, 3, 4):
-                        if warps == 8 and bm * bn < 128 * 64:
-                            continue  # too little work per warp to feed 8 warps
-                        if bn > bm:
-                            continue  # causal needs BLOCK_N <= BLOCK_M; keep one list for both
-                        configs.append(dict(block_m=bm, block_n=bn, num_warps=warps,
-                                            num_stages=stages, tma=tma, warp_specialize=ws))
-    return configs
+    """Candidates that compile for sm_90 without register spills and fit 227 KiB of shared
+    memory at d = 128 (so at d = 64 too), except (128, 64, 4 warps), kept for d <= 64 only:
+    at d = 128 it spills (the benchmark records that loss)."""
+    tiles = [(64, 32, 4, (2, 3, 4)), (64, 64, 4, (2, 3, 4)), (128, 64, 4, (2, 3, 4)),
+             (128, 64, 8, (2, 3, 4)), (128, 128, 8, (2, 3))]
+    return [dict(block_m=bm, block_n=bn, num_warps=warps, num_stages=stages, tma=tma)
+            for tma in (False, True) for bm, bn, warps, all_stages in tiles
+            for stages in all_stages]
 
 
-# What a benchmark sweep tries (16-bit inputs). A configuration that does not fit one SM's
-# shared memory or registers at a given d fails to compile (OutOfResources): a sweep records it
-# and moves on. TMA needs a Hopper-class GPU and 16-byte aligned strides; warp specialization
-# is only tried with TMA.
+# What the benchmark sweep tries (16-bit inputs), pointer loads and TMA alike. Static facts
+# from compiling each for sm_90 with Triton 3.6 (bf16; registers per thread, shared memory):
+#   d = 64:  (128, 64, 4 warps, 3 stages) 217 regs, 64 KiB; with TMA 189 regs.
+#   d = 128: (128, 64, 8 warps, 3 stages) 174 regs, 128 KiB; with TMA 138 regs.
+#            (128, 128, 8 warps, 3 stages) ~232 regs, 225 KiB: one program per SM, at the limit.
+#   Left out: 4 warps with 128 x 128 tiles and 128-row tiles at d = 128 with 4 warps (spill),
+#   4 stages of 128 x 128 at d = 128 (288 KiB, does not fit), BLOCK_N > BLOCK_M (causal
+#   needs BLOCK_N <= BLOCK_M), and warp specialization (tl.range(warp_specialize=True)):
+#   on sm_90 it compiled to identical code with 8 warps and failed to compile with 4.
 CONFIGS: list[dict] = _sweep_configs()
 
 
-_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "warp_specialize")
+_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma")
 
 
 def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int) -> dict:
@@ -261,6 +266,7 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
         raise TypeError(f"unknown keyword argument(s) {unknown}; the launch knobs are "
                         f"{', '.join(_KNOBS)}")
     explicit = {name: value for name, value in knobs.items() if value is not None}
+    # (tma=None stays "auto": the default.)
     config = default_config(head_dim, dtype)
     # Default blocks longer than the sequence only add masked work: shrink them to N (at least
     # 16, the smallest tl.dot tile). Explicit knobs are kept as given.
@@ -274,9 +280,8 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
     check_power_of_two("block_n", config["block_n"], 16, 256)
     check_power_of_two("num_warps", config["num_warps"], 1, 16)
     check_int_range("num_stages", config["num_stages"], 1, 8)
-    for flag in ("tma", "warp_specialize"):
-        if not isinstance(config[flag], bool):
-            raise TypeError(f"{flag} must be a bool, got {type(config[flag]).__name__}")
+    if config["tma"] is not None and not isinstance(config["tma"], bool):
+        raise TypeError(f"tma must be a bool or None (auto), got {type(config['tma']).__name__}")
     if causal and config["block_n"] > config["block_m"]:
         raise ValueError(f"causal attention needs block_n <= block_m (the diagonal stage steps "
                          f"through one row block), got block_m={config['block_m']}, "
@@ -319,30 +324,44 @@ def _check_scale(scale, head_dim: int) -> float:
     return scale
 
 
-def _tma_descriptor(t: torch.Tensor, block_rows: int):
-    """A TMA descriptor for an (H, N, d) tensor that moves (1, block_rows, d) tiles."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
+def _tma_problem(t: torch.Tensor) -> str | None:
+    """Why TMA cannot move tiles of `t`, or None when it can."""
+    if interpreting():
+        # Triton's interpreter can run descriptors, but the bounds check this project installs
+        # for interpreter runs (checks/device.py) knows plain tensor arguments only.
+        return "TMA descriptors are not supported under this project's interpreter runs"
+    if t.device.type != "cuda" or torch.cuda.get_device_capability(t.device)[0] < 9:
+        return f"TMA needs a GPU of compute capability 9.0 or newer, got {t.device}"
     size = t.element_size()
     if t.stride(-1) != 1 or any((s * size) % 16 for s in t.stride()[:-1]) or t.data_ptr() % 16:
-        raise ValueError(f"tma=True needs a unit feature stride, other strides that are "
-                         f"multiples of 16 bytes and a 16-byte aligned start; got strides "
-                         f"{t.stride()} of {t.dtype}")
+        return (f"TMA needs a unit feature stride, other strides that are multiples of 16 bytes "
+                f"and a 16-byte aligned start; got strides {t.stride()} of {t.dtype}")
+    return None
+
+
+def _tma_descriptor(t: torch.Tensor, block_rows: int):
+    """A TMA descriptor for an (H, N, d) tensor that moves (1, block_rows, d) tiles; rows past
+    N read as zeros and are not written."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, block_rows, t.shape[-1]])
 
 
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     """Run the kernel on (H, N, d) q, k, v (any strides); return a new contiguous (H, N, d)."""
     heads, n_ctx, head_dim = q.shape
+    use_tma = config["tma"]  # True, False or None (auto)
+    if use_tma is not False:
+        problem = next(filter(None, map(_tma_problem, (q, k, v))), None)
+        if use_tma and problem:
+            raise ValueError(f"tma=True: {problem}")
+        use_tma = problem is None and (use_tma or _TMA_BY_DEFAULT)
     out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)
     if out.numel() == 0:
         return out
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     block_m, block_n = config["block_m"], config["block_n"]
-    if config["tma"]:
-        if not interpreting() and torch.cuda.get_device_capability(q.device)[0] < 9:
-            raise ValueError(f"tma=True needs a GPU with TMA (compute capability 9.0 or newer), "
-                             f"got {torch.cuda.get_device_name(q.device)}")
+    if use_tma:
         q_arg, out_arg = _tma_descriptor(q, block_m), _tma_descriptor(out, block_m)
         k_arg, v_arg = _tma_descriptor(k, block_n), _tma_descriptor(v, block_n)
     else:
@@ -352,7 +371,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         q_arg, k_arg, v_arg, out_arg, n_ctx, qk_scale,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
-        USE_TMA=config["tma"], WARP_SPECIALIZE=config["warp_specialize"],
+        USE_TMA=use_tma,
         UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=config["num_warps"], num_stages=config["num_stages"],
@@ -368,7 +387,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     (slices of a packed qkv tensor work as they are); d in {16, 32, 64, 128}.
     causal: row i attends to keys 0..i (its own key included).
     scale: a finite float > 0; default d ** -0.5.
-    knobs: block_m, block_n, num_warps, num_stages, tma, warp_specialize (see CONFIGS).
+    knobs: block_m, block_n, num_warps, num_stages, tma (see CONFIGS and default_config).
     Returns a new contiguous (N, d) tensor of q's dtype.
     """
     _check_inputs(q, k, v, 2, causal)
