@@ -60,6 +60,21 @@ def _run(args) -> int:
     from checks import report, runner
     from checks.device import DeviceError
 
+    if args.json:
+        # A run stopped from outside (`timeout`, a cluster's time limit) still saves what it
+        # has, marked incomplete, instead of losing every result.
+        import signal
+
+        def save_and_exit(signum, frame):
+            if runner.current is not None:
+                runner.current.header["incomplete"] = True
+                report.write_json(runner.current, args.json)
+                print(f"stopped by signal {signum}: wrote {len(runner.current.results)} results "
+                      f"to {args.json} (incomplete)", file=sys.stderr)
+            sys.exit(124)
+
+        signal.signal(signal.SIGTERM, save_and_exit)
+
     def progress(result):
         print(f"  {result.outcome:<11} {result.workshop}/{result.check}  {result.case_label}",
               file=sys.stderr, flush=True)

@@ -20,6 +20,7 @@ from checks import catalog, loader, provenance
 from checks.core import (FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, Result, Unavailable,
                          checks_for)
 
+current: "Run | None" = None  # the run in progress, if any
 DEFAULT_TIMEOUT = 300.0  # seconds per (check, case); --timeout or CHECKS_TIMEOUT change it
 
 
@@ -68,6 +69,8 @@ def run(workshops: list[str] | None = None, impl: str = "kernels", device: str =
     the_run = Run(header=provenance.header(run_device, implementation.label,
                                            _sources(workshops, implementation)))
     the_run.header["seed"] = seed
+    global current
+    current = the_run  # what a SIGTERM handler can still save (see __main__)
     for workshop in workshops:
         module, import_error = _import(workshop, implementation)
         for check in checks_for(workshop):
