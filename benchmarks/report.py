@@ -99,15 +99,19 @@ def load_evidence(results_dir: Path | str | None = None) -> Evidence:
     return evidence
 
 
-def latest_checks(evidence: Evidence) -> dict[str, EvidenceFile]:
-    """The latest check run per device, preferring runs of the references."""
-    out: dict[str, EvidenceFile] = {}
-    for f in evidence.of_kind("checks"):
+def latest_checks(evidence: Evidence) -> dict[str, dict[str, EvidenceFile]]:
+    """Per device, per workshop: the latest check run of the references that covers it.
+
+    Check runs are often split by workshop (several processes on one GPU), so one device's
+    evidence can span several files; a later file replaces an earlier one workshop by workshop.
+    """
+    out: dict[str, dict[str, EvidenceFile]] = {}
+    for f in sorted(evidence.of_kind("checks"), key=lambda f: f.when):
+        if f.header.get("impl") != "references":
+            continue
         device = f.header.get("device", "?")
-        current = out.get(device)
-        is_ref = f.header.get("impl") == "references"
-        if current is None or is_ref or current.header.get("impl") != "references":
-            out[device] = f
+        for workshop in dict.fromkeys(r["workshop"] for r in f.data.get("results", [])):
+            out.setdefault(device, {})[workshop] = f
     return dict(sorted(out.items(), key=lambda item: _DEVICE_ORDER.get(item[0], 9)))
 
 
@@ -488,14 +492,19 @@ def section_checks(evidence: Evidence) -> str:
     if "cuda" not in runs:
         lines += [f"{NO_GPU}: no check run on a GPU is saved.", ""]
     outcomes = ("PASS", "FAIL", "TODO", "UNAVAILABLE")
-    for device, f in runs.items():
-        h = f.header
-        results = f.data.get("results", [])
-        lines += [f"### Checks on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
-                  f"`{f.name}`: implementation {h.get('impl')}, seed {h.get('seed')}, "
-                  f"{h.get('date')}, commit {commit_text(h)}, torch {h.get('torch')}, "
-                  f"Triton {h.get('triton')}.", "",
-                  "| tier | " + " | ".join(outcomes) + " | total |",
+    for device, by_workshop in runs.items():
+        files = list({f.name: f for f in by_workshop.values()}.values())
+        results = [r for w, f in by_workshop.items() for r in f.data.get("results", [])
+                   if r["workshop"] == w]
+        gpu = next((f.header["gpu"] for f in files if f.header.get("gpu")), None)
+        lines += [f"### Checks on {device}" + (f" ({gpu})" if gpu else ""), ""]
+        for f in files:
+            h = f.header
+            covered = ", ".join(w for w, g in by_workshop.items() if g is f)
+            lines.append(f"- `{f.name}` ({covered}): implementation {h.get('impl')}, seed "
+                         f"{h.get('seed')}, {h.get('date')}, commit {commit_text(h)}, torch "
+                         f"{h.get('torch')}, Triton {h.get('triton')}.")
+        lines += ["", "| tier | " + " | ".join(outcomes) + " | total |",
                   "| --- |" + " --- |" * (len(outcomes) + 1)]
         for tier in ("cpu", "kernel", "cuda"):
             n = [sum(1 for r in results if r["tier"] == tier and r["outcome"] == o)
