@@ -211,16 +211,25 @@ def describe_exception(exc: BaseException) -> str:
     where = ""
     if isinstance(exc, SyntaxError) and exc.filename:  # the error is in the file, not the import
         return f"SyntaxError: {exc.msg} (at {exc.filename}:{exc.lineno})"
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        filename = frame.filename
-        if "site-packages" in filename or "/checks/" in filename or filename.startswith("<"):
-            continue
-        try:
-            shown = str(__import__("pathlib").Path(filename).resolve().relative_to(REPO_ROOT))
-        except ValueError:
-            shown = filename
-        where = f" (at {shown}:{frame.lineno})"
-        break
+    # The innermost learner frame: Triton's interpreter re-raises a kernel's error as
+    # InterpreterError from the original, so look through the causes too (innermost first).
+    chain, cause = [], exc
+    while cause is not None and len(chain) < 5:
+        chain.append(cause)
+        cause = cause.__cause__
+    for link in reversed(chain):
+        for frame in reversed(traceback.extract_tb(link.__traceback__)):
+            filename = frame.filename
+            if "site-packages" in filename or "/checks/" in filename or filename.startswith("<"):
+                continue
+            try:
+                shown = str(__import__("pathlib").Path(filename).resolve().relative_to(REPO_ROOT))
+            except ValueError:
+                shown = filename
+            where = f" (at {shown}:{frame.lineno})"
+            break
+        if where:
+            break
     text = str(exc).strip()
     if len(text) > 1500:
         text = text[:1500] + " ..."

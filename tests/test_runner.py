@@ -148,3 +148,20 @@ def test_device_cannot_switch_after_kernels_are_imported():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert "REFUSED" in done.stdout and "Restart" in done.stdout, done.stdout + done.stderr
+
+
+def test_error_inside_a_kernel_points_at_the_kernel_line(tmp_path):
+    """A typo inside a @triton.jit kernel: the FAIL names the error and the kernel's own line
+    (Triton's interpreter re-raises it from the launch; the runner follows the cause)."""
+    from tests.bugs import Bug, plant
+
+    typo = Bug("typo", find="mask = offsets < n_elements", replace="mask = offsets < n_elementz",
+               check="add.values", hint="")
+    mutant = plant("foundations", typo, tmp_path / "impl")
+    line = next(i for i, text in enumerate(mutant.read_text().splitlines(), 1) if "n_elementz" in text)
+    out = tmp_path / "out.json"
+    done = run_checks("run", "foundations", "--impl", str(mutant), "--only", "add.values",
+                      "--device", "interpreter", "--json", str(out))
+    assert done.returncode == 1
+    message = load_json(out)["results"][0]["message"]
+    assert "NameError" in message and f"foundations.py:{line})" in message, message
