@@ -238,6 +238,10 @@ def describe_exception(exc: BaseException) -> str:
 
 def _exception_hint(exc: BaseException) -> str:
     name = type(exc).__name__
+    if "illegal memory access" in str(exc).lower():
+        return ("tail not masked (or a wrong stride): a load or store reached memory outside the "
+                "tensors; run the check with --device interpreter, whose bounds check names it. "
+                "The CUDA context is now unusable: restart the process")
     if "out-of-bounds" in str(exc):
         return ("tail not masked: a load or store reached past the end of a tensor (the "
                 "interpreter's bounds check stopped it); mask the lanes beyond the size")
