@@ -75,13 +75,36 @@ class CheckContext:
         if self.max_error is None or max_error > self.max_error:
             self.max_error, self.tolerance = max_error, tolerance
 
+    def assert_rows_sum_to_one(self, probabilities, dim: int, dtype: str, *, hint: str) -> None:
+        """Every softmax row of `probabilities` (reduced over `dim`) sums to 1 within the
+        rounding budget of its output dtype."""
+        torch = self.torch
+        n = probabilities.shape[dim]
+        sums = probabilities.double().cpu().sum(dim=dim)
+        eps = torch.finfo(getattr(torch, dtype)).eps
+        eps32 = torch.finfo(torch.float32).eps
+        # Each output is rounded once (relative error <= eps/2, so the sum is off by <= eps/2),
+        # and a row's outputs share one fp32 denominator, whose tree sum over n terms is off by
+        # about log2(n) * eps32/2, plus the fp32 divide: (log2(n) + 2) * eps32 covers both.
+        allowed = 0.5 * eps + (n.bit_length() + 2) * eps32
+        if self.device == "interpreter" and dtype == "bfloat16":
+            # Triton 3.6's interpreter truncates fp32 -> bf16 (round toward zero): up to a full
+            # eps per output, all in the same direction.
+            allowed += 0.5 * eps
+            self.note("bf16 stores truncate under Triton's interpreter; tolerance widened to eps")
+        worst = float((sums - 1).abs().max())
+        self.max_error, self.tolerance = worst, allowed
+        if worst > allowed:
+            self.fail(f"a row sums to {float(sums[(sums - 1).abs().argmax()]):.8g}, off by "
+                      f"{worst:.3g} > {allowed:.3g}", hint=hint)
+
     def fail(self, message: str, hint: str = "") -> None:
         raise CheckFailed(message, hint=hint)
 
     def require_cuda(self) -> None:
         if self.device != "cuda":
-            raise Unavailable("needs a CUDA GPU; this run uses "
-                              f"{'the Triton CPU interpreter' if self.device == 'interpreter' else 'the CPU'}")
+            where = "the Triton CPU interpreter" if self.device == "interpreter" else "the CPU"
+            raise Unavailable(f"needs a CUDA GPU; this run uses {where}")
 
     # -- calling learner code -------------------------------------------------------------------
     def call(self, fn: Callable, *args, expect_shape=None, expect_dtype=None,

@@ -105,26 +105,10 @@ def row_softmax_extreme(ctx, impl, case):
           cases=[Case(shape=(16, 257), dtype=d) for d in DTYPES],
           doc="every row sums to 1 within n * eps/2 of the output dtype")
 def rows_sum_to_one(ctx, impl, case):
-    torch = ctx.torch
     x = ctx.randn(case.shape, case.dtype, scale=2.0)
     out = ctx.call(impl.row_softmax, x)
-    sums = out.double().cpu().sum(dim=-1)
-    eps = torch.finfo(getattr(torch, case.dtype)).eps
-    eps32 = torch.finfo(torch.float32).eps
-    # Each output is rounded once (relative error <= eps/2, so the sum is off by <= eps/2), and
-    # all outputs of a row share the fp32 denominator, whose tree sum over n terms is off by
-    # about log2(n) * eps32/2, plus the fp32 divide: (log2(n) + 2) * eps32 covers both.
-    allowed = 0.5 * eps + (case.shape[1].bit_length() + 2) * eps32
-    if ctx.device == "interpreter" and case.dtype == "bfloat16":
-        # Triton 3.6's interpreter truncates fp32 -> bf16 (round toward zero), so each output
-        # may lose up to a full eps, all in the same direction.
-        allowed += 0.5 * eps
-        ctx.note("bf16 stores truncate under Triton's interpreter; tolerance widened to eps")
-    worst = float((sums - 1).abs().max())
-    ctx.max_error, ctx.tolerance = worst, allowed
-    if worst > allowed:
-        ctx.fail(f"a row sums to {float(sums[(sums - 1).abs().argmax()]):.8g}, off by {worst:.3g} "
-                 f"> {allowed:.3g}", hint="the denominator must be the sum over the real columns")
+    ctx.assert_rows_sum_to_one(out, -1, case.dtype,
+                               hint="the denominator must be the sum over the real columns")
 
 
 @register(W, "bad_calls", tier="kernel", uses=("add", "row_softmax"),

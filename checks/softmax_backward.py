@@ -10,6 +10,8 @@ Interpreter runs use small case tables; GPU runs (device == "cuda") add large on
 
 from __future__ import annotations
 
+import math
+
 from checks.core import Case, register
 
 W = "softmax_backward"
@@ -392,7 +394,7 @@ def backward_no_dense_jacobian(ctx, impl, case):
     x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim)
     with ctx.track_allocations() as log:
         out = ctx.call(impl.softmax_backward, y, dy, case.dim)
-    big = [(shape, str(dtype)) for shape, dtype in log if _numel(shape) >= width * width]
+    big = [(shape, str(dtype)) for shape, dtype in log if math.prod(shape) >= width * width]
     if big:
         ctx.fail(f"softmax_backward created {len(big)} tensor(s) with >= width^2 = {width ** 2} "
                  f"elements, e.g. shape {big[0][0]} {big[0][1]}",
@@ -405,13 +407,6 @@ def backward_no_dense_jacobian(ctx, impl, case):
                      "row's Jacobian", hint="dense Jacobian: compute J^T dy without J")
     expected = _autograd64(x64, dy, case.dim)
     ctx.assert_close(out, expected, atol=_atol(y, dy, case.dim, expected), name="softmax_backward")
-
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 @register(W, "bad_calls", tier="kernel", uses=USES,

@@ -13,6 +13,8 @@ that) and say so when the output matches the simulation and not the truth.
 
 from __future__ import annotations
 
+import math
+
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "strided_softmax"
@@ -368,28 +370,11 @@ def forward_extreme(ctx, impl, case):
                  for dim in (-1, 0) for dt in DTYPES],
           doc="every softmax row sums to 1 within its dtype's rounding budget")
 def rows_sum_to_one(ctx, impl, case):
-    torch = ctx.torch
     x = make_view(ctx, case.layout, (16, 257), case.dtype, scale=2.0)
     out = _call(ctx, impl, x, case.dim)
-    n = x.shape[case.dim]
-    sums = out.double().cpu().sum(dim=case.dim)
-    eps = torch.finfo(getattr(torch, case.dtype)).eps
-    eps32 = torch.finfo(torch.float32).eps
-    # Each output is rounded once (relative error <= eps/2, so the sum is off by <= eps/2), and
-    # a row's outputs share one fp32 denominator, whose tree sum over n terms is off by about
-    # log2(n) * eps32/2, plus the fp32 divide: (log2(n) + 2) * eps32 covers both.
-    allowed = 0.5 * eps + (n.bit_length() + 2) * eps32
-    if ctx.device == "interpreter" and case.dtype == "bfloat16":
-        # Triton 3.6's interpreter truncates fp32 -> bf16 (round toward zero): up to a full eps
-        # per output, all in the same direction.
-        allowed += 0.5 * eps
-        ctx.note("bf16 stores truncate under Triton's interpreter; tolerance widened to eps")
-    worst = float((sums - 1).abs().max())
-    ctx.max_error, ctx.tolerance = worst, allowed
-    if worst > allowed:
-        ctx.fail(f"a row sums to {float(sums[(sums - 1).abs().argmax()]):.8g}, off by "
-                 f"{worst:.3g} > {allowed:.3g}",
-                 hint="the denominator must be the sum over the real elements of the row")
+    ctx.assert_rows_sum_to_one(out, case.dim, case.dtype,
+                               hint="the denominator must be the sum over the real elements of "
+                                    "the row")
 
 
 @register(W, "bad_calls", tier="kernel", uses=SOFTMAX,
@@ -496,20 +481,13 @@ def cuda_no_input_copy(ctx, impl, case):
     _call(ctx, impl, x, -1)  # compile, and the usual contract, outside the measured call
     with ctx.track_allocations() as log:
         out = call_learner(impl.softmax, x, -1, label="softmax")
-    big = [s for s, _ in log if _numel(s) >= x.numel()]
+    big = [s for s, _ in log if math.prod(s) >= x.numel()]
     if len(big) != 1:
         ctx.fail(f"softmax allocated {len(big)} tensors of x's size {tuple(x.shape)} "
                  f"(allocations: {log[:6]})",
                  hint="the input was copied (.contiguous(), .clone(), a reshape that copies): "
                       "pass x's strides to the kernel and read the view in place")
     _compare(ctx, x, -1, out)
-
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 @register(W, "cuda.int64_offsets", tier="cuda", uses=SOFTMAX,
