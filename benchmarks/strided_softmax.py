@@ -50,13 +50,16 @@ def problems(impl, scale: str) -> list:
 
 
 def sweep_problems(impl, scale: str) -> list:
-    """Every CONFIGS entry on a contiguous and a transposed 4096 x 4096 float16 tensor."""
+    """Every CONFIGS entry on a contiguous and a transposed 4096 x 4096 float16 tensor, and on
+    a transposed 2048 x 32768 one (the longest reductions, where path B lost most)."""
     configs = impl_configs(impl)
     if not configs:
         return []
-    rows, width, dtype = (8, 33, "float32") if scale == "dry" else (4096, 4096, "float16")
+    cases = [(8, 33, "float32", layout) for layout in LAYOUTS] if scale == "dry" else \
+        [(4096, 4096, "float16", layout) for layout in LAYOUTS] + \
+        [(2048, 32768, "float16", "transposed")]
     out = []
-    for layout in LAYOUTS:
+    for rows, width, dtype, layout in cases:
         problem = row_softmax_problem(WORKSHOP, "sweep", rows, width, dtype, layout, None)
         problem.providers[:0] = sweep_providers(
             lambda t, **k: impl.softmax(t["x"], dim=-1, **k), configs)

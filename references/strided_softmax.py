@@ -69,6 +69,10 @@ CONFIGS = (
     + [dict(block_r=256, block_i=16, num_warps=8, num_stages=st) for st in (1, 2, 4)]
     # path B, one pass: the whole 4096-long reduction of a narrow strip in registers
     + [dict(block_r=4096, block_i=i, num_warps=w) for i in (2, 4, 8) for w in (8, 16)]
+    # path B, two passes with large chunks (16K elements): more bytes in flight per program
+    + [dict(block_r=r, block_i=i, num_warps=w, num_stages=st)
+       for r, i in ((256, 64), (512, 32), (1024, 16), (2048, 8)) for w in (8, 16)
+       for st in (2, 3)]
 )
 
 
