@@ -53,7 +53,8 @@ PATHS = ("A", "B")
 # along the reduction per block (a block covering the whole row means one pass), block_i rows
 # per program, num_warps warps per program, num_stages the software-pipelining depth of the
 # two-pass loops. The sweep runs every entry on a contiguous (path A) and a transposed (path B)
-# 4096 x 4096 float16 tensor; an entry whose tile is too large raises ValueError (skipped).
+# 4096 x 4096 float16 tensor and a transposed 2048 x 32768 one; an entry whose tile is too large
+# raises ValueError (skipped).
 CONFIGS = (
     # path A, the whole 4096-wide row in one block: warps per row (64 .. 8 elements per thread)
     [dict(num_warps=w) for w in (2, 4, 8, 16)]
@@ -69,6 +70,10 @@ CONFIGS = (
     + [dict(block_r=256, block_i=16, num_warps=8, num_stages=st) for st in (1, 2, 4)]
     # path B, one pass: the whole 4096-long reduction of a narrow strip in registers
     + [dict(block_r=4096, block_i=i, num_warps=w) for i in (2, 4, 8) for w in (8, 16)]
+    # path B, two passes with large chunks (16K elements): more bytes in flight per program
+    + [dict(block_r=r, block_i=i, num_warps=w, num_stages=st)
+       for r, i in ((256, 64), (512, 32), (1024, 16), (2048, 8)) for w in (8, 16)
+       for st in (2, 3)]
 )
 
 

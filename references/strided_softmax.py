@@ -53,7 +53,8 @@ PATHS = ("A", "B")
 # along the reduction per block (a block covering the whole row means one pass), block_i rows
 # per program, num_warps warps per program, num_stages the software-pipelining depth of the
 # two-pass loops. The sweep runs every entry on a contiguous (path A) and a transposed (path B)
-# 4096 x 4096 float16 tensor; an entry whose tile is too large raises ValueError (skipped).
+# 4096 x 4096 float16 tensor and a transposed 2048 x 32768 one; an entry whose tile is too large
+# raises ValueError (skipped).
 CONFIGS = (
     # path A, the whole 4096-wide row in one block: warps per row (64 .. 8 elements per thread)
     [dict(num_warps=w) for w in (2, 4, 8, 16)]
