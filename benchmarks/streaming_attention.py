@@ -133,12 +133,15 @@ def problems(impl, scale: str) -> list:
 
 
 def sweep_problems(impl, scale: str) -> list:
-    """Every CONFIGS entry on 16 heads x 4096, bf16: d = 128 non-causal and d = 64 causal."""
+    """Every CONFIGS entry on 16 heads x 4096, bf16: d = 128 non-causal and d = 64 causal; and
+    on one head (few programs: where block sizes decide how many SMs get work)."""
     configs = impl_configs(impl)
     if not configs:
         return []
     shapes = [(1, 2, 33, 16, True, "float16")] if scale == "dry" else \
-        [(1, 16, 4096, 128, False, "bfloat16"), (1, 16, 4096, 64, True, "bfloat16")]
+        [(1, 16, 4096, 128, False, "bfloat16"), (1, 16, 4096, 64, True, "bfloat16"),
+         (1, 1, 4096, 128, False, "bfloat16"), (1, 1, 8192, 64, True, "bfloat16"),
+         (1, 1, 16384, 64, False, "bfloat16")]
     out = []
     for b, h, n, d, c, dtype in shapes:
         ours = [_ours(impl, b, h, c, knobs) for knobs in [{}] + configs]

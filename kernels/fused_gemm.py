@@ -270,10 +270,16 @@ def gemm_bias_relu_persistent_kernel(
 # ---------------------------------------------------------------------------------------------
 # Choosing a configuration
 # ---------------------------------------------------------------------------------------------
+def _cdiv(a: int, b: int) -> int:
+    """ceil(a / b) in plain Python: triton.cdiv is a Triton constexpr function, and each host call
+    through its wrapper costs microseconds that a launcher pays on every call."""
+    return -(-a // b)
+
+
 def _wave_efficiency(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
     """Share of the SM slots doing useful work: tiles / (waves * SMs). 1.0 = no idle last wave."""
-    tiles = triton.cdiv(M, block_m) * triton.cdiv(N, block_n)
-    waves = triton.cdiv(tiles, num_sms)
+    tiles = _cdiv(M, block_m) * _cdiv(N, block_n)
+    waves = _cdiv(tiles, num_sms)
     return tiles / (waves * num_sms)
 
 
@@ -319,6 +325,15 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
         return dict(block_m=128, block_n=256, block_k=block_k, group_m=8, num_warps=8,
                     num_stages=3)
     return dict(block_m=128, block_n=128, block_k=block_k, group_m=8, num_warps=4, num_stages=4)
+
+
+@functools.lru_cache(maxsize=1024)
+def _default_config_items(M: int, N: int, K: int, num_sms: int, aligned: bool,
+                          interpreter: bool) -> tuple:
+    """default_config, remembered per shape: the launcher runs it on every call, and a training
+    loop calls it with the same few shapes over and over."""
+    return tuple(default_config(M, N, K, num_sms=num_sms, aligned=aligned,
+                                interpreter=interpreter).items())
 
 
 # Below this many multiply-adds the copies of _gemm_staged cost more than the slow loads they
@@ -472,8 +487,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                      tma_store=tma_store)
         return _gemm_staged(a, b, bias, relu, knobs)
     num_sms = _sm_count(device_index) if on_gpu else _INTERPRETER_PROGRAMS
-    config = default_config(M, N, K, num_sms=num_sms, aligned=tma_ok or K == 0,
-                            interpreter=not on_gpu)
+    config = dict(_default_config_items(M, N, K, num_sms, tma_ok or K == 0, not on_gpu))
     given = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                  num_warps=num_warps, num_stages=num_stages)
     config.update({k: v for k, v in given.items() if v is not None})
@@ -522,14 +536,14 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             # tl.make_tensor_descriptor builds each program's descriptors in a global scratch
             # buffer that Triton obtains from this allocator (a process-wide setting).
             triton.set_allocator(_descriptor_scratch)
-        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+        tiles = _cdiv(M, bm) * _cdiv(N, bn)
         programs = min(num_sms, tiles)
         gemm_bias_relu_persistent_kernel[(programs,)](
             a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             c.stride(0), c.stride(1), A_MAJOR_M=layouts[0] == "col",
             B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs, **common)
     else:
-        grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+        grid = (_cdiv(M, bm) * _cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](
             a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             c.stride(0), c.stride(1), **common)

@@ -31,17 +31,26 @@ Limitations
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from ._validate import check_device, check_power_of_two, check_tensor, interpreting
 
 MIN_CHUNK = 4  # tl.arange needs a power of two; 4 lets the lesson run its 2 x 12 example
 MAX_CHUNK = 16384  # one chunk is one tile in registers: 16384 fp32 over 16 warps = 32 per thread
 _DEFAULT_MIN_CHUNK = 1024  # smaller default chunks make programs too short to hide latency
+# Larger chunks only made programs fewer and longer: on the H200 sweep (graph timing, 1024 x
+# 131072 fp16) chunks of 2048-8192 with 2048 values per warp ran 198-200 us, 16384 over 16 warps
+# 218 us (benchmarks/results/sweep-graph-softmax-*).
+_DEFAULT_MAX_CHUNK = 4096
+_VALUES_PER_WARP = 2048  # default num_warps = chunk / this (64 values per thread), at least 2
 _PROGRAMS_PER_SM = 4  # default chunk: aim for this many (row, chunk) programs per SM
 _MERGE_BLOCK_C = 1024  # partial states a merge program reads per loop step
+EARLY_LAUNCH = True  # split_softmax launches stages 2 and 3 early where the GPU allows it
 
 # Candidate launch knobs for a benchmark sweep (chunk=None: the width/rows heuristic below).
 CONFIGS = [dict(chunk=None, num_warps=None)] + [
@@ -62,7 +71,10 @@ def partial_stats_kernel(
     stride_xm, stride_xn,  # strides of x
     stride_pm, stride_pc,  # strides of the two (M, C) statistics buffers
     CHUNK: tl.constexpr,  # columns per program, a power of two
+    EARLY_LAUNCH: tl.constexpr,  # let the next launch start early (see `split_softmax`)
 ):
+    if EARLY_LAUNCH:
+        gdc_launch_dependents()  # the merge may be launched now; it waits before reading m, s
     pid = tl.program_id(0)
     row = (pid // n_chunks).to(tl.int64)  # int64 before multiplying a stride
     chunk_id = (pid % n_chunks).to(tl.int64)
@@ -86,22 +98,23 @@ def partial_stats(x: torch.Tensor, chunk: int | None = None, *,
     Chunk c of row i covers columns [c * chunk, (c + 1) * chunk) clipped to the width; C is
     cdiv(N, chunk). chunk=None picks one from the shape (see `default_chunk`).
     """
-    check_tensor("x", x, ndim=2)
+    chunk, warps = _check_x(x, chunk, num_warps)
     n_rows, n_cols = x.shape
-    chunk = _check_chunk(chunk, n_rows, n_cols, x)
-    warps = _check_warps(num_warps, chunk)
-    check_device("x", x)
-
-    n_chunks = triton.cdiv(n_cols, chunk)
-    _check_grid(n_rows, n_chunks)
+    n_chunks = _cdiv(n_cols, chunk)
     m = torch.empty((n_rows, n_chunks), dtype=torch.float32, device=x.device)
     s = torch.empty((n_rows, n_chunks), dtype=torch.float32, device=x.device)
-    if m.numel() == 0:
-        return m, s
-    partial_stats_kernel[(n_rows * n_chunks,)](
-        x, m, s, n_cols, n_chunks, x.stride(0), x.stride(1), m.stride(0), m.stride(1),
-        CHUNK=chunk, num_warps=warps)
+    _launch_partial_stats(x, m, s, chunk, warps)
     return m, s
+
+
+def _launch_partial_stats(x, m, s, chunk: int, warps: int, early: bool = False) -> None:
+    """Launch stage 1 into the (M, C) buffers m and s (arguments already checked)."""
+    if m.numel() == 0:
+        return
+    n_chunks = m.shape[1]
+    partial_stats_kernel[(m.numel(),)](
+        x, m, s, x.shape[1], n_chunks, x.stride(0), x.stride(1), m.stride(0), m.stride(1),
+        CHUNK=chunk, EARLY_LAUNCH=early, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -113,7 +126,11 @@ def merge_stats_kernel(
     n_chunks,  # size: C
     stride_mm, stride_mc, stride_sm, stride_sc,  # strides of the partial m and s
     BLOCK_C: tl.constexpr,  # partial states read per loop step
+    EARLY_LAUNCH: tl.constexpr,  # launched early (see `split_softmax`): wait for stage 1 here
 ):
+    if EARLY_LAUNCH:
+        gdc_launch_dependents()  # the normalize may be launched now; it waits for the merge
+        gdc_wait()  # stage 1 has finished and its m, s are visible past this line
     row = tl.program_id(0).to(tl.int64)  # one program per row
     m_row_start = m_ptr + row * stride_mm
     s_row_start = s_ptr + row * stride_sm
@@ -156,17 +173,23 @@ def merge_stats(m: torch.Tensor, s: torch.Tensor, *,
         check_power_of_two("num_warps", num_warps, 1, 32)
     check_device("m", m)
 
-    n_rows, n_chunks = m.shape
+    n_rows = m.shape[0]
     m_row = torch.empty((n_rows,), dtype=torch.float32, device=m.device)
     s_row = torch.empty((n_rows,), dtype=torch.float32, device=m.device)
+    _launch_merge_stats(m, s, m_row, s_row, num_warps)
+    return m_row, s_row
+
+
+def _launch_merge_stats(m, s, m_row, s_row, num_warps: int | None, early: bool = False) -> None:
+    """Launch stage 2: (M, C) partial states in, (M,) merged states out (arguments checked)."""
+    n_rows, n_chunks = m.shape
     if n_rows == 0:
-        return m_row, s_row
-    block_c = min(triton.next_power_of_2(max(n_chunks, 1)), _MERGE_BLOCK_C)
+        return
+    block_c = min(_next_power_of_2(max(n_chunks, 1)), _MERGE_BLOCK_C)
     warps = num_warps or (1 if block_c <= 256 else 4)  # tiny work: few threads per row
     merge_stats_kernel[(n_rows,)](
         m, s, m_row, s_row, n_chunks, m.stride(0), m.stride(1), s.stride(0), s.stride(1),
-        BLOCK_C=block_c, num_warps=warps)
-    return m_row, s_row
+        BLOCK_C=block_c, EARLY_LAUNCH=early, launch_pdl=early, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,6 +201,7 @@ def normalize_kernel(
     n_cols, n_chunks,  # sizes: N and C = cdiv(N, CHUNK)
     stride_xm, stride_xn, stride_ym, stride_yn,  # strides of x and y
     CHUNK: tl.constexpr,  # columns per program, a power of two
+    EARLY_LAUNCH: tl.constexpr,  # launched early (see `split_softmax`): wait for the merge here
 ):
     # Programs run in reverse order: the first stage walked x forwards, so the end of x is what
     # is most likely still in L2; reading it first saves DRAM traffic when x is a little larger
@@ -189,6 +213,10 @@ def normalize_kernel(
     in_row = cols < n_cols  # the last chunk of a row stops at n_cols
     x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=in_row,
                 other=-float("inf")).to(tl.float32)
+    if EARLY_LAUNCH:
+        # x is nobody's output, so it was read above while the merge may still be running;
+        # the merged statistics are read only after the merge has finished.
+        gdc_wait()
     m_row = tl.load(m_row_ptr + row)
     s_row = tl.load(s_row_ptr + row)
     # TODO(normalize): compute `y` = exp(x - m_row) / s_row in float32, with the row's merged
@@ -208,22 +236,24 @@ def normalize(x: torch.Tensor, m_row: torch.Tensor, s_row: torch.Tensor,
         if t.shape[0] != n_rows or t.device != x.device:
             raise ValueError(f"{name} must have shape ({n_rows},) on {x.device} (one value per "
                              f"row of x), got {tuple(t.shape)} on {t.device}")
-    chunk = _check_chunk(chunk, n_rows, n_cols, x)
-    warps = _check_warps(num_warps, chunk)
-    check_device("x", x)
-
-    n_chunks = triton.cdiv(n_cols, chunk)
-    _check_grid(n_rows, n_chunks)
+    chunk, warps = _check_x(x, chunk, num_warps)
     # The kernel reads m_row[row] at offset `row`: copy a strided view (M floats, cheap).
     m_row, s_row = m_row.contiguous(), s_row.contiguous()
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)  # contiguous, fresh
+    _launch_normalize(x, m_row, s_row, y, chunk, warps)
+    return y
+
+
+def _launch_normalize(x, m_row, s_row, y, chunk: int, warps: int, early: bool = False) -> None:
+    """Launch stage 3 into y (arguments checked; m_row and s_row contiguous)."""
     if y.numel() == 0:
-        return y
-    normalize_kernel[(n_rows * n_chunks,)](
+        return
+    n_cols = x.shape[1]
+    n_chunks = _cdiv(n_cols, chunk)
+    normalize_kernel[(x.shape[0] * n_chunks,)](
         x, m_row, s_row, y, n_cols, n_chunks,
         x.stride(0), x.stride(1), y.stride(0), y.stride(1),
-        CHUNK=chunk, num_warps=warps)
-    return y
+        CHUNK=chunk, EARLY_LAUNCH=early, launch_pdl=early, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,17 +266,28 @@ def split_softmax(x: torch.Tensor, *, chunk: int | None = None,
     No program ever waits for another: each launch starts after the previous one finished on
     the same stream, which is the only grid-wide barrier that cannot deadlock.
     """
-    check_tensor("x", x, ndim=2)
+    chunk, warps = _check_x(x, chunk, num_warps)
     n_rows, n_cols = x.shape
-    chunk = _check_chunk(chunk, n_rows, n_cols, x)
-    warps = _check_warps(num_warps, chunk)
-    check_device("x", x)
+    y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)  # contiguous, fresh
     if x.numel() == 0:
-        return torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
-
-    m, s = partial_stats(x, chunk, num_warps=warps)  # launch 1: (M, C) partial states
-    m_row, s_row = merge_stats(m, s)  # launch 2: (M,) merged states
-    return normalize(x, m_row, s_row, chunk, num_warps=warps)  # launch 3
+        return y
+    # The arguments were checked once, above; the stages below only launch. All statistics
+    # live in one float32 workspace (one allocation instead of four: each costs host time):
+    # rows 0 and 1 of `partial` are m and s (M, C); rows 0 and 1 of `merged` are m_row, s_row.
+    n_chunks = _cdiv(n_cols, chunk)
+    workspace = torch.empty(2 * n_rows * (n_chunks + 1), dtype=torch.float32, device=x.device)
+    partial = workspace[:2 * n_rows * n_chunks].view(2, n_rows, n_chunks)
+    merged = workspace[2 * n_rows * n_chunks:].view(2, n_rows)
+    # Early launch (Hopper and newer GPUs, "programmatic dependent launch"): launches 2 and 3
+    # may start while the launch before them is still running, and wait inside the kernel
+    # (gdc_wait) at the point where they first read its output. The launch boundary is still
+    # the barrier; it only stops costing the gap between two kernels. Launch 1 is an ordinary
+    # launch: it waits for whatever wrote x.
+    early = _early_launch_ok(x)
+    _launch_partial_stats(x, partial[0], partial[1], chunk, warps, early)  # launch 1: (M, C)
+    _launch_merge_stats(partial[0], partial[1], merged[0], merged[1], None, early)  # 2: (M,)
+    _launch_normalize(x, merged[0], merged[1], y, chunk, warps, early)  # launch 3
+    return y
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,37 +297,64 @@ def default_chunk(n_rows: int, n_cols: int, sm_count: int = 132) -> int:
     """The chunk that gives about `_PROGRAMS_PER_SM` programs per SM.
 
     Few rows get many chunks each (8 rows of 131072 on 132 SMs: chunk 2048, 64 chunks a row);
-    many rows get few, large chunks. Clamped to [_DEFAULT_MIN_CHUNK, MAX_CHUNK] and never wider
-    than the row needs.
+    many rows get fewer, larger chunks. Clamped to [_DEFAULT_MIN_CHUNK, _DEFAULT_MAX_CHUNK] and
+    never wider than the row needs.
     """
-    wanted_chunks = triton.cdiv(_PROGRAMS_PER_SM * sm_count, max(n_rows, 1))
-    chunk = triton.next_power_of_2(triton.cdiv(max(n_cols, 1), wanted_chunks))
-    chunk = min(max(chunk, _DEFAULT_MIN_CHUNK), MAX_CHUNK)
-    return max(min(chunk, triton.next_power_of_2(max(n_cols, 1))), MIN_CHUNK)
+    wanted_chunks = _cdiv(_PROGRAMS_PER_SM * sm_count, max(n_rows, 1))
+    chunk = _next_power_of_2(_cdiv(max(n_cols, 1), wanted_chunks))
+    chunk = min(max(chunk, _DEFAULT_MIN_CHUNK), _DEFAULT_MAX_CHUNK)
+    return max(min(chunk, _next_power_of_2(max(n_cols, 1))), MIN_CHUNK)
+
+
+# Host-side helpers in plain Python. triton.cdiv and triton.next_power_of_2 also work here, but
+# they are Triton constexpr functions, and each host call pays for that wrapper: a launcher runs
+# on every call, and its microseconds add up (see "host time" in the lesson).
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << (n - 1).bit_length() if n > 1 else 1
+
+
+@functools.cache
+def _sm_count_of(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def _sm_count(x: torch.Tensor) -> int:
     if x.device.type == "cuda" and not interpreting():
-        return torch.cuda.get_device_properties(x.device).multi_processor_count
+        return _sm_count_of(x.device.index if x.device.index is not None else 0)
     return 132  # the H200 this book was measured on; under the interpreter it only sets sizes
 
 
-def _check_chunk(chunk, n_rows: int, n_cols: int, x: torch.Tensor) -> int:
+@functools.cache
+def _capability_of(device_index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(device_index)
+
+
+def _early_launch_ok(x: torch.Tensor) -> bool:
+    """Programmatic dependent launch needs a real GPU of compute capability 9.0 or newer."""
+    if interpreting() or x.device.type != "cuda" or not EARLY_LAUNCH:
+        return False
+    return _capability_of(x.device.index if x.device.index is not None else 0)[0] >= 9
+
+
+def _check_x(x, chunk, num_warps) -> tuple[int, int]:
+    """Check x and the launch knobs; return (chunk, num_warps) with the defaults filled in."""
+    check_tensor("x", x, ndim=2)
+    n_rows, n_cols = x.shape
     if chunk is None:
-        return default_chunk(n_rows, n_cols, _sm_count(x))
-    check_power_of_two("chunk", chunk, MIN_CHUNK, MAX_CHUNK)
-    return chunk
-
-
-def _check_warps(num_warps, chunk: int) -> int:
+        chunk = default_chunk(n_rows, n_cols, _sm_count(x))
+    else:
+        check_power_of_two("chunk", chunk, MIN_CHUNK, MAX_CHUNK)
     if num_warps is None:
-        # About 512 values per warp (16 per thread): 2048 -> 4 warps, 8192 and up -> 16.
-        return min(max(chunk // 512, 1), 16)
-    check_power_of_two("num_warps", num_warps, 1, 32)
-    return num_warps
-
-
-def _check_grid(n_rows: int, n_chunks: int) -> None:
-    if n_rows * n_chunks > 2**31 - 1:
-        raise ValueError(f"x needs {n_rows} x {n_chunks} programs, more than a grid holds "
-                         "(2^31 - 1); use a larger chunk")
+        # 2048 values per warp (64 per thread), at least 2 warps: 4096 -> 2, 16384 -> 8.
+        num_warps = min(max(chunk // _VALUES_PER_WARP, 2), 16)
+    else:
+        check_power_of_two("num_warps", num_warps, 1, 32)
+    check_device("x", x)
+    if n_rows * _cdiv(n_cols, chunk) > 2**31 - 1:
+        raise ValueError(f"x needs {n_rows} x {_cdiv(n_cols, chunk)} programs, more than a grid "
+                         "holds (2^31 - 1); use a larger chunk")
+    return chunk, num_warps

@@ -38,6 +38,7 @@ Limitations: a bounded teaching implementation
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -332,13 +333,23 @@ def _tma_problem(t: torch.Tensor) -> str | None:
         # Triton's interpreter can run descriptors, but the bounds check this project installs
         # for interpreter runs (checks/device.py) knows plain tensor arguments only.
         return "TMA descriptors are not supported under this project's interpreter runs"
-    if t.device.type != "cuda" or torch.cuda.get_device_capability(t.device)[0] < 9:
+    if t.device.type != "cuda" or _capability(t.device)[0] < 9:
         return f"TMA needs a GPU of compute capability 9.0 or newer, got {t.device}"
     size = t.element_size()
     if t.stride(-1) != 1 or any((s * size) % 16 for s in t.stride()[:-1]) or t.data_ptr() % 16:
         return (f"TMA needs a unit feature stride, other strides that are multiples of 16 bytes "
                 f"and a 16-byte aligned start; got strides {t.stride()} of {t.dtype}")
     return None
+
+
+def _capability(device: torch.device) -> tuple[int, int]:
+    return _capability_of(device.index if device.index is not None else 0)
+
+
+@functools.cache
+def _capability_of(device_index: int) -> tuple[int, int]:
+    """The GPU's compute capability, asked once: the launcher runs on every call."""
+    return torch.cuda.get_device_capability(device_index)
 
 
 def _tma_descriptor(t: torch.Tensor, block_rows: int):
@@ -368,7 +379,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         k_arg, v_arg = _tma_descriptor(k, block_n), _tma_descriptor(v, block_n)
     else:
         q_arg, k_arg, v_arg, out_arg = q, k, v, out
-    grid = (triton.cdiv(n_ctx, block_m), heads)
+    grid = (-(-n_ctx // block_m), heads)  # cdiv in plain Python (cheaper than triton.cdiv)
     attention_kernel[grid](
         q_arg, k_arg, v_arg, out_arg, n_ctx, qk_scale,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),

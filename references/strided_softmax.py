@@ -45,7 +45,13 @@ _WIDE_CHUNK = 8192  # path A: chunk of the two-pass walk over rows wider than _M
 _STRIP_TILE = 16384  # 2-D tiles: largest tile that keeps a whole reduction in registers
 _CHUNK_TILE = 4096  # 2-D tiles: chunk of a two-pass walk (BLOCK_R x BLOCK_I)
 _TRANSPOSE_SIDE = 16  # 2-D tiles: at least one 32-byte sector of float16 along the output's rows
-_TARGET_PROGRAMS = 1024  # path B, two passes: about 8 programs per SM of a 132-SM H200
+# Path B, two passes (long rows of a transposed input): large chunks keep many bytes in flight
+# per program. On the H200 sweep (graph timing, float16, benchmarks/results/sweep-graph-softmax-*)
+# 16K-element chunks over 8 warps ran 1.79 TB/s on a transposed 4096 x 4096 (1024 x 16 chunks)
+# and 1.47 TB/s on 2048 x 32768 (2048 x 8), against 0.99 for 4K-element chunks over 8 warps.
+_ACROSS_CHUNK_TILE = 16384
+_ACROSS_WARPS = 8
+_ACROSS_PROGRAMS = 256  # at least this many programs (about 2 per SM) before widening BLOCK_I
 PATHS = ("A", "B")
 
 # Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
@@ -320,14 +326,16 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
                 # registers (x read once), up to 64 (a 128-byte line of float16).
                 block_i = min(_STRIP_TILE // _pow2(n_r), 64)
             else:
-                # Long rows, two passes: 4 to 64 rows per program (8 to 128 bytes of float16
-                # per load), fewer when there are few rows, so that about _TARGET_PROGRAMS
-                # programs keep every SM busy.
-                block_i = min(max(_prev_pow2(n_i // _TARGET_PROGRAMS), 4), 64)
+                # Long rows, two passes: 4 to 16 rows per program (8 to 32 bytes of float16 per
+                # load, a whole 32-byte sector at 16), fewer when there are few rows, so that at
+                # least _ACROSS_PROGRAMS programs keep every SM busy.
+                block_i = min(max(_prev_pow2(n_i // _ACROSS_PROGRAMS), 4), 16)
             block_i = min(block_i, _pow2(n_i))
         if block_r is None:
             block_r = _fit(n_r, block_i, _STRIP_TILE, _CHUNK_TILE) if short else \
-                max(_CHUNK_TILE // block_i, 16)
+                max(_ACROSS_CHUNK_TILE // block_i, 16)
+        if num_warps is None and block_r < n_r:
+            num_warps = _ACROSS_WARPS  # measured: 8 beat 16 on every large two-pass chunk
     if block_r * block_i > _MAX_TILE:
         raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
                          f"got block_r={block_r}, block_i={block_i}")
