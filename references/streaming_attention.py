@@ -122,7 +122,7 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
 
 @triton.jit
 def attention_kernel(
-    q_ptr, k_ptr, v_ptr, out_ptr,  # pointers (TMA descriptors when USE_TMA)
+    q_ptr, k_ptr, v_ptr, out_ptr,  # pointers
     n_ctx,  # N: rows of q, k, v and out in every head
     qk_scale,  # scale * log2(e): scores in log2 units, so exp2 replaces exp
     stride_qh, stride_qm, stride_qd,  # q strides: head, row, feature
@@ -148,7 +148,23 @@ def attention_kernel(
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) this program's rows
 
     if USE_TMA:
-        q_src, k_src, v_src = q_ptr, k_ptr, v_ptr
+        # Hopper's tensor memory accelerator copies whole (1, rows, d) tiles between global and
+        # shared memory; a descriptor tells it the tensor's shape and strides. Each program
+        # builds its own (in a scratch buffer the launcher's allocator provides). Rows past N
+        # load as zeros and are not written: the copy engine clips them itself.
+        n_heads = tl.num_programs(1)
+        q_src = tl.make_tensor_descriptor(q_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
+                                          strides=[stride_qh, stride_qm, 1],
+                                          block_shape=[1, BLOCK_M, HEAD_DIM])
+        k_src = tl.make_tensor_descriptor(k_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
+                                          strides=[stride_kh, stride_kn, 1],
+                                          block_shape=[1, BLOCK_N, HEAD_DIM])
+        v_src = tl.make_tensor_descriptor(v_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
+                                          strides=[stride_vh, stride_vn, 1],
+                                          block_shape=[1, BLOCK_N, HEAD_DIM])
+        o_desc = tl.make_tensor_descriptor(out_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
+                                           strides=[stride_oh, stride_om, 1],
+                                           block_shape=[1, BLOCK_M, HEAD_DIM])
     else:
         # int64 before the stride multiply: heads * stride can pass 2^31 elements.
         q_src = q_ptr + head.to(tl.int64) * stride_qh
@@ -197,8 +213,8 @@ def attention_kernel(
     # END EXERCISE
     if USE_TMA:
         # The descriptor clips rows past N by itself.
-        out_ptr.store([head, start_m * BLOCK_M, 0],
-                      out.to(out_ptr.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
+        o_desc.store([head, start_m * BLOCK_M, 0],
+                     out.to(out_ptr.dtype.element_ty).reshape([1, BLOCK_M, HEAD_DIM]))
     else:
         # Round once, at the store; the program that owns the tail rows must not write past N.
         cols = tl.arange(0, HEAD_DIM)
@@ -211,29 +227,28 @@ def attention_kernel(
 # Launch configurations
 # ---------------------------------------------------------------------------------------------
 # tma=None means "auto": TMA where the GPU and the strides allow it, if _TMA_BY_DEFAULT is True.
-# Off until the H200 sweep shows TMA winning; compiled for sm_90, TMA uses 20-40 fewer registers
-# per thread than per-thread pointers at the same tiles.
-_TMA_BY_DEFAULT = True  # measured faster on the H200 (benchmarks/results/sweep-*): tile loads by TMA
+# Compiled for sm_90, TMA uses 20-40 fewer registers per thread than per-thread pointers at the
+# same tiles, and the H200 sweep measured it 7-12% faster (benchmarks/results/sweep-*).
+_TMA_BY_DEFAULT = True
 
 
 def default_config(head_dim: int, dtype: torch.dtype) -> dict:
     """Launch knobs used when the caller passes none (starting points for an H200).
 
-    16-bit inputs: 128 query rows per program and 64-key steps. At d <= 64, 4 warps (~220
-    registers per thread, 64 KiB of shared memory for a 3-deep K/V pipeline: two programs fit
-    one SM). At d = 128 the fp32 accumulator doubles, and 4 warps would spill: 8 warps (~175
-    registers, 128 KiB). fp32 inputs run IEEE fp32 dot products on the CUDA cores (no tensor
-    cores), whose operands live in registers: 64 x 32 tiles over 8 warps, 64 x 16 at d = 128,
-    are the largest that compiled without spills.
+    16-bit inputs: 64 query rows per program, 64-key steps, 4 warps, 3 stages, TMA where it
+    can run (measured: see below). fp32 inputs run IEEE fp32 dot products on the CUDA cores (no
+    tensor cores), whose operands live in registers: 64 x 32 tiles over 8 warps, 64 x 16 at
+    d = 128, are the largest that compiled without spills.
     """
     if dtype == torch.float32:
         return dict(block_m=64, block_n=32 if head_dim <= 64 else 16, num_warps=8, num_stages=2,
                     tma=None)
-    if head_dim <= 64:
-        return dict(block_m=128, block_n=64, num_warps=4, num_stages=3, tma=None)
-    # d = 128: 128 x 128 tiles over 8 warps with TMA loads measured 1.3x faster than 128 x 64
-    # with pointer loads on the H200 (16 heads x 4096, bf16; benchmarks/results/sweep-*).
-    return dict(block_m=128, block_n=128, num_warps=8, num_stages=3, tma=None)
+    # 64 x 64 tiles over 4 warps, 3 stages, TMA loads: the fastest of the 27 sweep candidates
+    # on four of the five swept shapes and 5% behind the fastest on the fifth (16 heads x 4096 and one head x
+    # 4096-16384, d = 64 and 128, causal and not; H200, bf16, graph timing,
+    # benchmarks/results/sweep-graph-attention-*). Against 128-row tiles it doubles the number
+    # of programs, which is what one head of a few thousand rows needs to fill 132 SMs.
+    return dict(block_m=64, block_n=64, num_warps=4, num_stages=3, tma=None)
 
 
 def _sweep_configs() -> list[dict]:
@@ -352,12 +367,10 @@ def _capability_of(device_index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(device_index)
 
 
-def _tma_descriptor(t: torch.Tensor, block_rows: int):
-    """A TMA descriptor for an (H, N, d) tensor that moves (1, block_rows, d) tiles; rows past
-    N read as zeros and are not written."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, block_rows, t.shape[-1]])
+def _descriptor_scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Global memory where the kernel's programs build their TMA descriptors (Triton asks for
+    `size` bytes per launch through `triton.set_allocator`)."""
+    return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
@@ -375,13 +388,13 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     block_m, block_n = config["block_m"], config["block_n"]
     if use_tma:
-        q_arg, out_arg = _tma_descriptor(q, block_m), _tma_descriptor(out, block_m)
-        k_arg, v_arg = _tma_descriptor(k, block_n), _tma_descriptor(v, block_n)
-    else:
-        q_arg, k_arg, v_arg, out_arg = q, k, v, out
+        # Descriptors are built on the device, by each program (tl.make_tensor_descriptor):
+        # building four on the host cost more time per call than the whole kernel at small N.
+        # Triton gets their scratch memory from this allocator (a process-wide setting).
+        triton.set_allocator(_descriptor_scratch)
     grid = (-(-n_ctx // block_m), heads)  # cdiv in plain Python (cheaper than triton.cdiv)
     attention_kernel[grid](
-        q_arg, k_arg, v_arg, out_arg, n_ctx, qk_scale,
+        q, k, v, out, n_ctx, qk_scale,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
         USE_TMA=use_tma,
