@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Re-run the GPU validation: every check of the references on CUDA, the benchmarks (events and
+# graph timing), the bad calls and the planted bugs. Run from the repository root on a machine
+# with a CUDA GPU, torch and Triton (nothing else is needed).
+#
+#   bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]
+#
+# PART: checks | bench | zoo | all (default). Writes the evidence files into OUT_DIR with TAG
+# (default: today's date) in their names; copy them to benchmarks/results/ and run
+# `python3 -m benchmarks report` to rebuild the tables. The parts fit the lent machine's
+# 10-minute limit per command when run one per command (checks about 3 min, bench about 3 min,
+# zoo about 4 min on an H200).
+#
+# Checks and planted bugs run one process per workshop, side by side: they are correctness
+# runs, so sharing the GPU changes nothing but the wall time. Benchmarks run alone.
+set -euo pipefail
+out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
+tag=${2:-$(date +%Y%m%d)}
+part=${3:-all}
+mkdir -p "$out"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-3}  # several processes share the CPU cores
+workshops=$(python3 -c "from checks import catalog; print(' '.join(catalog.WORKSHOP_IDS))")
+
+if [[ $part == checks || $part == all ]]; then
+  pids=()
+  for w in $workshops; do
+    [[ $w == online_normalization ]] && continue  # NumPy on the CPU: no GPU evidence to take
+    python3 -m checks run "$w" --impl references --device cuda \
+      --json "$out/checks-cuda-$w-$tag.json" > "$out/checks-cuda-$w-$tag.log" 2>&1 &
+    pids+=($!)
+  done
+  status=0
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done  # exit 1 = a FAIL: keep going
+  tail -n 4 "$out"/checks-cuda-*-"$tag".log
+  echo "checks done (status $status)"
+fi
+
+if [[ $part == bench || $part == all ]]; then
+  python3 -m benchmarks run --mode events --out "$out/bench-events-full-$tag.json.gz"
+  python3 -m benchmarks run --mode graph --out "$out/bench-graph-full-$tag.json.gz"
+fi
+
+if [[ $part == zoo || $part == all ]]; then
+  python3 -m benchmarks badcalls --device cuda --out "$out/badcalls-cuda-$tag.json" \
+    > "$out/badcalls-cuda-$tag.log" 2>&1 &
+  badcalls=$!
+  tmp=$(mktemp -d)
+  pids=()
+  for w in $workshops; do
+    python3 -m benchmarks bugzoo "$w" --device cuda --out "$tmp/bugzoo-$w.json" \
+      > "$tmp/bugzoo-$w.log" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || true; done
+  wait "$badcalls" || true
+  cat "$tmp"/bugzoo-*.log > "$out/bugzoo-cuda-$tag.log"
+  # One evidence file, as a single run would have written it: the workshops in book order.
+  python3 - "$out/bugzoo-cuda-$tag.json" $(for w in $workshops; do echo "$tmp/bugzoo-$w.json"; done) <<'EOF'
+import json, sys
+from pathlib import Path
+
+merged = None
+for name in sys.argv[2:]:
+    if not Path(name).is_file():
+        print(f"missing {name} (that workshop's bug-zoo run failed: see the log)", file=sys.stderr)
+        continue
+    part = json.loads(Path(name).read_text())
+    if merged is None:
+        merged = part
+        continue
+    merged["header"]["sources"].update(part["header"].get("sources", {}))
+    merged["header"]["date"] = max(merged["header"]["date"], part["header"]["date"])
+    merged["bugs"] += part["bugs"]
+if merged is not None:
+    Path(sys.argv[1]).write_text(json.dumps(merged, indent=1) + "\n")
+    bugs = merged["bugs"]
+    print(f"bug zoo: {sum(b['caught'] for b in bugs)} of {len(bugs)} caught -> {sys.argv[1]}")
+EOF
+  rm -rf "$tmp"
+fi
