@@ -63,8 +63,11 @@ def driver_version() -> str | None:
 
 
 def git_state() -> tuple[str | None, bool | None]:
-    """(commit, dirty). On the GPU machine the tree is a copy that may lack .git: then the
-    commit comes from WORKSHOP_GIT_COMMIT, which the maintainer sets when launching the run."""
+    """(commit, dirty). On the GPU machine the tree is a copy whose .git may be missing or
+    out of date: WORKSHOP_GIT_COMMIT, which the maintainer sets when launching the run, wins
+    over whatever git says there (dirty then unknown)."""
+    if os.environ.get("WORKSHOP_GIT_COMMIT"):
+        return os.environ["WORKSHOP_GIT_COMMIT"], None
     try:
         done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
                               text=True, timeout=20)
