@@ -44,7 +44,8 @@ if [[ $part == zoo || $part == all ]]; then
   python3 -m benchmarks badcalls --device cuda --out "$out/badcalls-cuda-$tag.json" \
     > "$out/badcalls-cuda-$tag.log" 2>&1 &
   badcalls=$!
-  tmp=$(mktemp -d)
+  tmp="$out/bugzoo-parts-$tag"  # one file per workshop, kept: a stopped run keeps the finished ones
+  mkdir -p "$tmp"
   pids=()
   for w in $workshops; do
     python3 -m benchmarks bugzoo "$w" --device cuda --out "$tmp/bugzoo-$w.json" \
@@ -76,5 +77,4 @@ if merged is not None:
     bugs = merged["bugs"]
     print(f"bug zoo: {sum(b['caught'] for b in bugs)} of {len(bugs)} caught -> {sys.argv[1]}")
 EOF
-  rm -rf "$tmp"
 fi
