@@ -172,7 +172,7 @@ class CheckContext:
                                   f"{' or '.join(e.__name__ for e in errors)}",
                                   hint="refuse bad calls with a TypeError or ValueError") from exc
         raise CheckFailed(f"{label}: no error was raised for a bad call",
-                          hint="validate arguments in the launcher before launching")
+                          hint="refuse bad calls: validate arguments in the launcher before launching")
 
     @contextlib.contextmanager
     def track_allocations(self):

@@ -161,7 +161,21 @@ def _diagnoses(y, dy, dim, rtol, atol, *, extra=()):
                     "upcast y and dy to float32 before multiplying and summing")
         return None
 
-    return [missing_dot, wrong_dim, *extra, low_precision_dot, dy_strides]
+    def ragged_tail(got, exp, bad):
+        # On a GPU an unmasked tail does not fault: lanes past the width read whatever memory
+        # follows (the next row, or allocator slack), which lands in <dy, y> and spoils the
+        # whole row. (The interpreter's bounds check names the load itself.)
+        width = y.shape[d]
+        if width < 2 or width & (width - 1) == 0:
+            return None  # a power-of-two width may fill its blocks exactly
+        rows_bad = bad.any(dim=d)
+        if bool(rows_bad.any()) and float(bad.double().mean()) > 0.5:
+            return (f"tail not masked? The width {width} is not a multiple of any block size, "
+                    "and whole rows are wrong, as when lanes past the width load garbage into "
+                    "<dy, y>: mask them and load them as 0 (they must add nothing)")
+        return None
+
+    return [missing_dot, wrong_dim, *extra, low_precision_dot, dy_strides, ragged_tail]
 
 
 def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, **knobs):

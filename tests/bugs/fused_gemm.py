@@ -29,5 +29,5 @@ BUGS = [
         check="forward.ragged", hint="ReLU applied before the bias"),
     # The launcher forgets to check that the inner dimensions agree.
     Bug("no_k_check", find="    if a.shape[1] != b.shape[0]:\n",
-        replace="    if False:\n", check="bad_calls", hint="TypeError or ValueError"),
+        replace="    if False:\n", check="bad_calls", hint="refuse bad calls"),
 ]

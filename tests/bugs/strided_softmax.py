@@ -30,5 +30,5 @@ BUGS = [
         replace="s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[None, :]), axis=0)",
         check="forward.extreme", hint="running max still -inf"),
     Bug("no_knob_validation", find='check_power_of_two("num_warps", num_warps, 1, 16)',
-        replace="pass", check="bad_calls", hint="validate"),
+        replace="pass", check="bad_calls", hint="refuse bad calls"),
 ]
