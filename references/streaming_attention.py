@@ -228,7 +228,8 @@ def attention_kernel(
 # ---------------------------------------------------------------------------------------------
 # tma=None means "auto": TMA where the GPU and the strides allow it, if _TMA_BY_DEFAULT is True.
 # Compiled for sm_90, TMA uses 20-40 fewer registers per thread than per-thread pointers at the
-# same tiles, and the H200 sweep measured it 7-12% faster (benchmarks/results/sweep-*).
+# same tiles, and the H200 sweep measured it 3-34% faster at 64 x 64 tiles, 4 warps, 3 stages
+# (benchmarks/results/sweep-graph-attention-*; descriptors built on the host at the time).
 _TMA_BY_DEFAULT = True
 
 
@@ -246,8 +247,10 @@ def default_config(head_dim: int, dtype: torch.dtype) -> dict:
     # 64 x 64 tiles over 4 warps, 3 stages, TMA loads: the fastest of the 27 sweep candidates
     # on four of the five swept shapes and 5% behind the fastest on the fifth (16 heads x 4096 and one head x
     # 4096-16384, d = 64 and 128, causal and not; H200, bf16, graph timing,
-    # benchmarks/results/sweep-graph-attention-*). Against 128-row tiles it doubles the number
-    # of programs, which is what one head of a few thousand rows needs to fill 132 SMs.
+    # benchmarks/results/sweep-graph-attention-*; descriptors were built on the host then, and
+    # the validation report measures what building them on the device costs). Against 128-row
+    # tiles it doubles the number of programs, which one head of a few thousand rows needs to
+    # fill 132 SMs.
     return dict(block_m=64, block_n=64, num_warps=4, num_stages=3, tma=None)
 
 

@@ -23,7 +23,16 @@ import sys
 import time
 from pathlib import Path
 
+import triton
+import triton.language as tl
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+@triton.jit
+def empty_kernel(a, b, c, n, s0, s1, BLOCK: tl.constexpr):
+    """Does nothing: its launch is the cost of a bare Triton launch with 7 arguments."""
+    pass
 
 
 def host_us(fn, calls: int = 300) -> dict:
@@ -60,15 +69,9 @@ def main() -> int:
     args = parser.parse_args()
 
     import torch
-    import triton
-    import triton.language as tl
 
     from references import fused_gemm, softmax_backward, split_softmax, streaming_attention
     from references import strided_softmax
-
-    @triton.jit
-    def empty_kernel(a, b, c, n, s0, s1, BLOCK: tl.constexpr):
-        pass
 
     dev = "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
