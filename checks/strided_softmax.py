@@ -297,15 +297,19 @@ def _path_cases(device: str) -> list[Case]:
                    num_warps=2, num_stages=2, dtype="float32"),
               Case(layout="transposed", shape=shape, dim=-1, path="B", block_r=32, block_i=2,
                    num_warps=1, num_stages=3, dtype="float32")]
+    # path B split along the reduction: 3 slices per strip, stage 1 statistics + stage 2 merge
+    cases += [Case(layout=lay, shape=shape, dim=dim, path="B", block_r=16, splits=3, dtype=dt)
+              for lay, dim in (("transposed", -1), ("contiguous", 0), ("broadcast_rows", 0))
+              for dt in ("float32", "bfloat16")]
     return cases
 
 
 @register(W, "forward.paths", tier="kernel", uses=SOFTMAX, cases=_path_cases,
-          doc="both paths forced on every layout, one block and two passes, explicit knobs")
+          doc="both paths forced on every layout: one block, two passes, split slices, explicit knobs")
 def forward_paths(ctx, impl, case):
     x = make_view(ctx, case.layout, case.shape, case.dtype)
-    knobs = {k: case[k] for k in ("path", "block_r", "block_i", "num_warps", "num_stages")
-             if case.get(k) is not None}
+    knobs = {k: case[k] for k in ("path", "block_r", "block_i", "num_warps", "num_stages",
+                                  "splits") if case.get(k) is not None}
     out = _call(ctx, impl, x, case.dim, **knobs)
     _compare(ctx, x, case.dim, out)
 
@@ -402,6 +406,9 @@ def bad_calls(ctx, impl, case):
     ctx.expect_error(f, x, num_warps=32, mentions=["num_warps"], what="num_warps = 32")
     ctx.expect_error(f, x, num_stages=0, mentions=["num_stages"], what="num_stages = 0")
     ctx.expect_error(f, x, path="C", mentions=["path"], what="unknown path")
+    ctx.expect_error(f, x, splits=0, mentions=["splits"], what="splits = 0")
+    ctx.expect_error(f, x, splits=65, mentions=["splits"], what="splits = 65")
+    ctx.expect_error(f, x, splits=2, path="A", mentions=["splits"], what="splits on path A")
     if ctx.device == "cuda":
         ctx.expect_error(f, x.cpu(), mentions=["cuda"], what="CPU tensor on a GPU run")
 

@@ -14,6 +14,11 @@ What you will learn
     each other in memory (a transposed input); its lanes run across the rows, so each load is
     coalesced along the contiguous dimension, and it walks down the rows in chunks of BLOCK_R,
     keeping a running (max, sum) per row.
+  * path B, split (`softmax_across_partial_kernel` + `softmax_across_normalize_kernel`): when
+    the reduction is long and the strips are few, each strip is cut into `splits` slices along
+    the reduction, one program per slice: stage 1 writes each slice's (max, sum), stage 2
+    merges them (the merge of workshop 5) and normalises its slice. Many more programs, and
+    wide (128-byte) rows per load, at the price of one extra launch.
 - Tail ownership in two flavours: lanes past the end of a row are loaded as -inf (they take part
   in the max and the sum, and must change neither); lanes past the last row compute throwaway
   values and are never stored.
@@ -22,8 +27,9 @@ Limitations
 - x is 2-D, float16, bfloat16 or float32; statistics in float32, one rounding at the store.
 - Any width works. Path A holds rows of up to 32768 elements in registers (one read, one
   write); wider rows take a second pass over the input (one more read). Path B holds the whole
-  reduction only for short rows (up to 1024) and walks longer ones in two passes. Very wide rows with few
-  of them leave most of the GPU idle: that is the split softmax workshop's subject.
+  reduction only for short rows (up to 1024) and walks longer ones in two passes, split over
+  several programs per strip when there are few strips. Very wide contiguous rows with few of
+  them leave most of the GPU idle on path A: that is the split softmax workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
 - Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
 """
@@ -52,15 +58,23 @@ _TRANSPOSE_SIDE = 16  # 2-D tiles: at least one 32-byte sector of float16 along 
 _ACROSS_CHUNK_TILE = 16384
 _ACROSS_WARPS = 8
 _ACROSS_PROGRAMS = 256  # at least this many programs (about 2 per SM) before widening BLOCK_I
+# Path B, split: strips of _SPLIT_SIDE rows (128 bytes of float16 per load), each cut into up
+# to _MAX_SPLITS slices of at least _MIN_SPLIT_ROWS positions, for about _SPLIT_PROGRAMS
+# programs in all (several per SM on 132 SMs).
+_SPLIT_SIDE = 64
+_MAX_SPLITS = 64
+_MIN_SPLIT_ROWS = 512
+_SPLIT_PROGRAMS = 1024
 PATHS = ("A", "B")
 
 # Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
 # out keeps the launcher's default). The knobs mean the same on both paths: block_r elements
 # along the reduction per block (a block covering the whole row means one pass), block_i rows
 # per program, num_warps warps per program, num_stages the software-pipelining depth of the
-# two-pass loops. The sweep runs every entry on a contiguous (path A) and a transposed (path B)
-# 4096 x 4096 float16 tensor and a transposed 2048 x 32768 one; an entry whose tile is too large
-# raises ValueError (skipped).
+# two-pass loops, splits (path B only) slices of the reduction per strip. The sweep runs every
+# entry on a contiguous (path A) and a transposed (path B) 4096 x 4096 float16 tensor and a
+# transposed 2048 x 32768 one; an entry that does not apply (a tile too large, splits on path
+# A) raises ValueError (skipped).
 CONFIGS = (
     # path A, the whole 4096-wide row in one block: warps per row (64 .. 8 elements per thread)
     [dict(num_warps=w) for w in (2, 4, 8, 16)]
@@ -80,6 +94,9 @@ CONFIGS = (
     + [dict(block_r=r, block_i=i, num_warps=w, num_stages=st)
        for r, i in ((256, 64), (512, 32), (1024, 16), (2048, 8)) for w in (8, 16)
        for st in (2, 3)]
+    # path B split along the reduction (two kernels): slices per strip, strip width, warps
+    + [dict(block_r=r, block_i=i, splits=sp, num_warps=w)
+       for r, i in ((256, 64), (512, 32), (128, 128)) for sp in (4, 8, 16, 32, 64) for w in (4, 8)]
 )
 
 
@@ -98,7 +115,9 @@ class Plan(NamedTuple):
     one_block: bool  # the whole reduction fits one block (one read of x instead of two)
     num_warps: int
     num_stages: int | None  # None: Triton's default
-    grid: int  # number of programs
+    grid: int  # number of programs along I (strips of block_i rows)
+    splits: int = 1  # path B: slices of the reduction per strip, one program each (1: no split)
+    rows_per_split: int = 0  # positions along the reduction per slice (a multiple of block_r)
 
 
 @triton.jit
@@ -165,6 +184,39 @@ def softmax_along_kernel(
 
 
 @triton.jit
+def _across_stats(x_ptr, i, i_ok, r0, r_begin, r_end, n_r, stride_xi, stride_xr,
+                  BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
+    """Path B, first pass: the running (max, sum of exp(x - max)) of each of the BLOCK_I rows
+    over positions [r_begin, r_end) of the reduction (cut at n_r), one chunk at a time."""
+    m = tl.full([BLOCK_I], -float("inf"), tl.float32)  # running max of each row
+    s = tl.zeros([BLOCK_I], tl.float32)  # running sum of exp(x - m) of each row
+    for start in range(r_begin, r_end, BLOCK_R):
+        r = start + r0
+        x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)  # (BLOCK_R, BLOCK_I)
+        # TODO(softmax): fold this chunk into the running statistics of each row
+        # (column of the tile): m_new = max(m, chunk max); rescale the old sum by
+        # exp(m - m_new) and add the chunk's sum of exp(x - m_new). While a row has seen
+        # only -inf, m_new is -inf: shift by 0 instead, so -inf - (-inf) never makes a NaN.
+        pass
+    return m, s
+
+
+@triton.jit
+def _across_normalize(x_ptr, out_ptr, i, i_ok, r0, r_begin, r_end, n_r, m, s,
+                      stride_xi, stride_xr, stride_oi, stride_or, BLOCK_R: tl.constexpr):
+    """Path B, second pass: read positions [r_begin, r_end) again, normalise each row with its
+    final (m, s), store."""
+    out_rows = out_ptr + i * stride_oi  # (1, BLOCK_I)
+    for start in range(r_begin, r_end, BLOCK_R):
+        r = start + r0
+        r_ok = r < n_r
+        x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)
+        # TODO(softmax): second pass: normalise the chunk with the final (m, s) of each
+        # row and store it rounded to the output dtype at out_rows + r * stride_or, masked.
+        pass
+
+
+@triton.jit
 def softmax_across_kernel(
     x_ptr, out_ptr,  # pointers
     n_i, n_r,  # sizes: rows, elements per row (the reduction)
@@ -184,32 +236,76 @@ def softmax_across_kernel(
     i = (pid * BLOCK_I + tl.arange(0, BLOCK_I))[None, :]  # (1, BLOCK_I) rows of this program
     i_ok = i < n_i
     r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]  # (BLOCK_R, 1) positions along the rows
-    out_rows = out_ptr + i * stride_oi  # (1, BLOCK_I)
     if ONE_BLOCK:
         r_ok = r0 < n_r
         x = _load_x(x_ptr, i, r0, stride_xi, stride_xr, i_ok, r_ok)  # (BLOCK_R, BLOCK_I)
         m = tl.max(x, axis=0)  # (BLOCK_I,)
         numerator = tl.exp(x - m[None, :])
         y = numerator / tl.sum(numerator, axis=0)[None, :]
-        tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
+        tl.store(out_ptr + i * stride_oi + r0 * stride_or, y.to(out_ptr.dtype.element_ty),
+                 mask=i_ok & r_ok)
     else:
-        m = tl.full([BLOCK_I], -float("inf"), tl.float32)  # running max of each row
-        s = tl.zeros([BLOCK_I], tl.float32)  # running sum of exp(x - m) of each row
-        for start in range(0, n_r, BLOCK_R):
-            r = start + r0
-            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)  # (BLOCK_R, BLOCK_I)
-            # TODO(softmax): fold this chunk into the running statistics of each row
-            # (column of the tile): m_new = max(m, chunk max); rescale the old sum by
-            # exp(m - m_new) and add the chunk's sum of exp(x - m_new). While a row has seen
-            # only -inf, m_new is -inf: shift by 0 instead, so -inf - (-inf) never makes a NaN.
-            pass
-        for start in range(0, n_r, BLOCK_R):
-            r = start + r0
-            r_ok = r < n_r
-            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)
-            # TODO(softmax): second pass: normalise the chunk with the final (m, s) of each
-            # row and store it rounded to the output dtype at out_rows + r * stride_or, masked.
-            pass
+        m, s = _across_stats(x_ptr, i, i_ok, r0, 0, n_r, n_r, stride_xi, stride_xr,
+                             BLOCK_I, BLOCK_R)
+        _across_normalize(x_ptr, out_ptr, i, i_ok, r0, 0, n_r, n_r, m, s,
+                          stride_xi, stride_xr, stride_oi, stride_or, BLOCK_R)
+
+
+@triton.jit
+def softmax_across_partial_kernel(
+    x_ptr, stats_ptr,  # input; float32 workspace (2, n_splits, n_i): slice maxima, then sums
+    n_i, n_r, stride_xi, stride_xr,  # as in softmax_across_kernel
+    rows_per_split,  # positions of the reduction per slice (a multiple of BLOCK_R)
+    BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr,
+):
+    """Path B split, stage 1: program (strip, slice) writes the (max, sum) of its slice of
+    each of its BLOCK_I rows."""
+    pid = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    n_splits = tl.num_programs(1)
+    i = (pid * BLOCK_I + tl.arange(0, BLOCK_I))[None, :]  # (1, BLOCK_I)
+    i_ok = i < n_i
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_begin = split.to(tl.int64) * rows_per_split
+    m, s = _across_stats(x_ptr, i, i_ok, r0, r_begin, r_begin + rows_per_split, n_r,
+                         stride_xi, stride_xr, BLOCK_I, BLOCK_R)
+    slot = split * n_i + pid * BLOCK_I + tl.arange(0, BLOCK_I)  # (BLOCK_I,)
+    row_ok = pid * BLOCK_I + tl.arange(0, BLOCK_I) < n_i
+    tl.store(stats_ptr + slot, m, mask=row_ok)
+    tl.store(stats_ptr + n_splits * n_i + slot, s, mask=row_ok)
+
+
+@triton.jit
+def softmax_across_normalize_kernel(
+    x_ptr, out_ptr, stats_ptr,  # input, output, the workspace stage 1 filled
+    n_i, n_r, stride_xi, stride_xr, stride_oi, stride_or, rows_per_split,
+    BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr,
+    SPLITS: tl.constexpr,  # the number of slices rounded up to a power of two (a tile side)
+):
+    """Path B split, stage 2: merge the slices' (max, sum) of each row, then normalise this
+    program's slice.
+
+    Programs run in reverse order of stage 1's: stage 1 read the last slices last, so those
+    are the ones most likely still in the L2 cache when this stage starts.
+    """
+    pid = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
+    n_splits = tl.num_programs(1)
+    split = n_splits - 1 - tl.program_id(1)
+    i = (pid * BLOCK_I + tl.arange(0, BLOCK_I))[None, :]  # (1, BLOCK_I)
+    i_ok = i < n_i
+    # The merge (workshop 5): M = max_k m_k, S = sum_k s_k * exp(m_k - M). Missing slices read
+    # as m = -inf, s = 0, which changes neither.
+    k = tl.arange(0, SPLITS)[:, None]  # (SPLITS, 1)
+    ok = (k < n_splits) & i_ok
+    m_k = tl.load(stats_ptr + k * n_i + i, mask=ok, other=-float("inf"))  # (SPLITS, BLOCK_I)
+    s_k = tl.load(stats_ptr + (n_splits + k) * n_i + i, mask=ok, other=0.0)
+    m = tl.max(m_k, axis=0)  # (BLOCK_I,)
+    shift = tl.where(m == -float("inf"), 0.0, m)  # a row of only -inf: no -inf - (-inf)
+    s = tl.sum(s_k * tl.exp(m_k - shift[None, :]), axis=0)
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_begin = split.to(tl.int64) * rows_per_split
+    _across_normalize(x_ptr, out_ptr, i, i_ok, r0, r_begin, r_begin + rows_per_split, n_r,
+                      m, s, stride_xi, stride_xr, stride_oi, stride_or, BLOCK_R)
 
 
 def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int, stride_or: int) -> str:
@@ -253,7 +349,8 @@ def _fit(n_r: int, block_i: int, one_block_tile: int, chunk_tile: int) -> int:
 
 def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
          block_i: int | None = None, num_warps: int | None = None,
-         num_stages: int | None = None, path: str | None = None) -> Plan:
+         num_stages: int | None = None, path: str | None = None,
+         splits: int | None = None) -> Plan:
     """Validate the knobs and decide how `softmax(x, dim, ...)` will run (nothing is launched)."""
     check_tensor("x", x, ndim=2)
     dim = check_dim(dim, 2)
@@ -267,6 +364,8 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
         check_int_range("num_stages", num_stages, 1, 8)
     if path is not None and path not in PATHS:
         raise ValueError(f"path must be one of {PATHS} or None, got {path!r}")
+    if splits is not None:
+        check_int_range("splits", splits, 1, _MAX_SPLITS)
 
     # Normalise to "reduce along R, independent along I". The output is a new contiguous
     # tensor of x's shape, so its strides are (n_cols, 1) whatever x's are.
@@ -279,6 +378,9 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     pass
 
     path = path or _choose_path(n_r, n_i, stride_xr, stride_xi, stride_or)
+    if path == "A" and splits not in (None, 1):
+        raise ValueError(f"splits={splits} needs path B (it cuts the strips of path B along the "
+                         f"reduction); this call runs path A")
     # Block sizes. The lanes' dimension (A: along R, B: across I) gets the coalesced loads. When
     # the output is contiguous along the *other* dimension (path A for dim=0, path B for
     # dim=1), the tile needs at least _TRANSPOSE_SIDE elements along that one too: Triton then
@@ -299,6 +401,14 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
                 block_i = min(max(_ROW_TILE // block_r, 1), _pow2(n_i))
     else:
         short = _pow2(n_r) * 16 <= _STRIP_TILE  # 16 rows with the whole reduction fit a tile
+        if splits is None:
+            # Long rows and few strips: split each strip along the reduction (stage 1 writes
+            # each slice's statistics, stage 2 merges them and normalises its slice).
+            splits = 1
+            if not short and block_r is None and block_i is None:
+                splits = _auto_splits(n_r, n_i)
+                if splits > 1:
+                    block_i = min(_SPLIT_SIDE, _pow2(n_i))
         if block_i is None:
             if short and block_r is None:
                 # Short rows: as many neighbouring rows as fit with the whole reduction in
@@ -321,31 +431,63 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if num_warps is None:
         # About 16 elements per thread, 1 to 16 warps.
         num_warps = min(max((block_r * block_i) // 512, 1), 16)
+    splits = splits or 1
+    rows_per_split = 0
+    if splits > 1:
+        # Whole chunks per slice, so no chunk straddles two slices; then drop empty slices.
+        rows_per_split = _cdiv(_cdiv(n_r, splits), block_r) * block_r
+        splits = _cdiv(n_r, rows_per_split)
     return Plan(path, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
-                n_r <= block_r, num_warps, num_stages, triton.cdiv(n_i, block_i))
+                n_r <= block_r and splits == 1, num_warps, num_stages, _cdiv(n_i, block_i),
+                splits, rows_per_split)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _auto_splits(n_r: int, n_i: int) -> int:
+    """Slices per strip for a long path-B reduction: enough for about _SPLIT_PROGRAMS programs
+    over strips of _SPLIT_SIDE rows, each slice at least _MIN_SPLIT_ROWS long."""
+    strips = _cdiv(n_i, _SPLIT_SIDE)
+    return max(min(_cdiv(_SPLIT_PROGRAMS, strips), n_r // _MIN_SPLIT_ROWS, _MAX_SPLITS), 1)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
             block_i: int | None = None, num_warps: int | None = None,
-            num_stages: int | None = None, path: str | None = None) -> torch.Tensor:
+            num_stages: int | None = None, path: str | None = None,
+            splits: int | None = None) -> torch.Tensor:
     """Softmax of a 2-D tensor over `dim`, for any strides (0 included); statistics in float32.
 
     Returns a new contiguous tensor of x's shape and dtype. x is read in place (never copied).
     Knobs (all optional, validated): `block_r` elements along the reduction per block (a power
     of two, 2..65536), `block_i` rows per program (a power of two, 1..1024), `num_warps`
     (1, 2, 4, 8 or 16), `num_stages` (1..8, the two-pass loops), `path` ("A" lanes along rows,
-    "B" lanes across rows; default: chosen from the strides).
+    "B" lanes across rows; default: chosen from the strides), `splits` (path B: slices of the
+    reduction per strip, 1..64; default: chosen from the shape).
     """
     p = plan(x, dim, block_r=block_r, block_i=block_i, num_warps=num_warps,
-             num_stages=num_stages, path=path)
+             num_stages=num_stages, path=path, splits=splits)
     check_device("x", x)
 
     # torch.empty, not empty_like: empty_like keeps a transposed input's strides.
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel() == 0:
         return out
-    kernel = softmax_along_kernel if p.path == "A" else softmax_across_kernel
     stages = {} if p.num_stages is None else {"num_stages": p.num_stages}
+    if p.splits > 1:
+        # Stage 1 fills (max, sum) per slice and row; stage 2 merges them and normalises.
+        stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
+        grid = (p.grid, p.splits)
+        softmax_across_partial_kernel[grid](
+            x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split,
+            BLOCK_I=p.block_i, BLOCK_R=p.block_r, num_warps=p.num_warps, **stages)
+        softmax_across_normalize_kernel[grid](
+            x, out, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.stride_oi, p.stride_or,
+            p.rows_per_split, BLOCK_I=p.block_i, BLOCK_R=p.block_r,
+            SPLITS=_pow2(p.splits), num_warps=p.num_warps, **stages)
+        return out
+    kernel = softmax_along_kernel if p.path == "A" else softmax_across_kernel
     kernel[(p.grid,)](
         x, out, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.stride_oi, p.stride_or,
         BLOCK_I=p.block_i, BLOCK_R=p.block_r, ONE_BLOCK=p.one_block, num_warps=p.num_warps,

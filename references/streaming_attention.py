@@ -44,6 +44,7 @@ import math
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
 
@@ -134,6 +135,8 @@ def attention_kernel(
     BLOCK_N: tl.constexpr,  # keys per loop step (divides BLOCK_M when causal)
     IS_CAUSAL: tl.constexpr,  # row i sees keys 0..i
     USE_TMA: tl.constexpr,  # tiles move through Hopper TMA descriptors instead of pointers
+    HOST_DESCRIPTORS: tl.constexpr,  # with USE_TMA: q_ptr .. out_ptr are descriptors the host
+                                     # built (else each program builds its own)
     UPCAST_DOT: tl.constexpr,  # interpreter + 16-bit inputs: run tl.dot in fp32 (no bf16 dot
                                # there; numpy's fp16 matmul is ~100x slower than fp32)
     DOT_PRECISION: tl.constexpr,  # "ieee" for fp32 inputs (no TF32 rounding), else "tf32"
@@ -147,7 +150,9 @@ def attention_kernel(
         start_m = tl.program_id(0)
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) this program's rows
 
-    if USE_TMA:
+    if USE_TMA and HOST_DESCRIPTORS:
+        q_src, k_src, v_src, o_desc = q_ptr, k_ptr, v_ptr, out_ptr
+    elif USE_TMA:
         # Hopper's tensor memory accelerator copies whole (1, rows, d) tiles between global and
         # shared memory; a descriptor tells it the tensor's shape and strides. Each program
         # builds its own (in a scratch buffer the launcher's allocator provides). Rows past N
@@ -214,7 +219,7 @@ def attention_kernel(
     if USE_TMA:
         # The descriptor clips rows past N by itself.
         o_desc.store([head, start_m * BLOCK_M, 0],
-                     out.to(out_ptr.dtype.element_ty).reshape([1, BLOCK_M, HEAD_DIM]))
+                     out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
     else:
         # Round once, at the store; the program that owns the tail rows must not write past N.
         cols = tl.arange(0, HEAD_DIM)
@@ -231,6 +236,10 @@ def attention_kernel(
 # same tiles, and the H200 sweep measured it 3-34% faster at 64 x 64 tiles, 4 warps, 3 stages
 # (benchmarks/results/sweep-graph-attention-*; descriptors built on the host at the time).
 _TMA_BY_DEFAULT = True
+# Where TMA descriptors are built: False, by each program on the device; True, once per call on
+# the host (Triton encodes them at launch). A module switch, not a knob, for A/B runs
+# (tools/ab_attention_descriptors.py).
+DESCRIPTORS_ON_HOST = False
 
 
 def default_config(head_dim: int, dtype: torch.dtype) -> dict:
@@ -390,17 +399,22 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         return out
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     block_m, block_n = config["block_m"], config["block_n"]
-    if use_tma:
+    operands = (q, k, v, out)
+    host_descriptors = use_tma and DESCRIPTORS_ON_HOST
+    if host_descriptors:
+        operands = tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), [1, rows, head_dim])
+                         for t, rows in zip(operands, (block_m, block_n, block_n, block_m)))
+    elif use_tma:
         # Descriptors are built on the device, by each program (tl.make_tensor_descriptor):
         # building four on the host cost more time per call than the whole kernel at small N.
         # Triton gets their scratch memory from this allocator (a process-wide setting).
         triton.set_allocator(_descriptor_scratch)
     grid = (-(-n_ctx // block_m), heads)  # cdiv in plain Python (cheaper than triton.cdiv)
     attention_kernel[grid](
-        q, k, v, out, n_ctx, qk_scale,
+        *operands, n_ctx, qk_scale,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
-        USE_TMA=use_tma,
+        USE_TMA=use_tma, HOST_DESCRIPTORS=host_descriptors,
         UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=config["num_warps"], num_stages=config["num_stages"],

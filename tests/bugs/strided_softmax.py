@@ -11,7 +11,8 @@ BUGS = [
         replace="numerator = tl.exp(x)", check="forward.extreme",
         hint="missing max subtraction"),
     # The tail of a row padded with 0, which then adds exp(0 - max) to the row's sum.
-    Bug("tail_other_zero", find='other=-float("inf")', replace="other=0.0",
+    Bug("tail_other_zero", find='other=-float("inf")).to(tl.float32)',
+        replace="other=0.0).to(tl.float32)",
         check="forward.ragged", hint="tail not masked"),
     # The launcher hands the kernel dense row-major strides instead of x's own.
     Bug("broadcast_read_as_dense", find="x_strides = x.stride()",
