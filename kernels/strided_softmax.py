@@ -72,31 +72,30 @@ PATHS = ("A", "B")
 # along the reduction per block (a block covering the whole row means one pass), block_i rows
 # per program, num_warps warps per program, num_stages the software-pipelining depth of the
 # two-pass loops, splits (path B only) slices of the reduction per strip. The sweep runs every
-# entry on a contiguous (path A) and a transposed (path B) 4096 x 4096 float16 tensor and a
-# transposed 2048 x 32768 one; an entry that does not apply (a tile too large, splits on path
-# A) raises ValueError (skipped).
+# entry on a contiguous (path A) and a transposed (path B) 4096 x 4096 float16 tensor and on
+# transposed 2048 x 32768, 32768 x 2048 and 262144 x 256 ones; an entry that does not apply (a
+# tile too large, splits on path A) raises ValueError (skipped).
 CONFIGS = (
     # path A, the whole 4096-wide row in one block: warps per row (64 .. 8 elements per thread)
     [dict(num_warps=w) for w in (2, 4, 8, 16)]
     # path A, two rows per program; a two-pass walk in 1024/2048 chunks (reads x twice)
     + [dict(block_i=2, num_warps=w) for w in (8, 16)]
     + [dict(block_r=r, num_warps=w) for r in (1024, 2048) for w in (4, 8)]
-    # path B, two passes over (block_r x block_i) chunks: more rows per program = longer
-    # coalesced stretches per load, fewer programs (4096 / block_i)
+    # path B, two passes in one kernel over (block_r x block_i) chunks of 4K to 16K elements:
+    # more rows per program = longer coalesced stretches per load, fewer programs
     + [dict(block_r=r, block_i=i, num_warps=w)
-       for r, i in ((1024, 4), (512, 8), (256, 16), (128, 32), (64, 64), (32, 128), (128, 64))
-       for w in (4, 8)]
+       for r, i in ((512, 8), (256, 16), (1024, 8), (512, 16), (1024, 16), (2048, 8))
+       for w in (4, 8, 16)]
     # path B, pipelining depth of the two-pass loops (Triton's default is 3)
-    + [dict(block_r=256, block_i=16, num_warps=8, num_stages=st) for st in (1, 2, 4)]
+    + [dict(block_r=512, block_i=16, num_warps=8, num_stages=st) for st in (1, 2, 4)]
     # path B, one pass: the whole 4096-long reduction of a narrow strip in registers
-    + [dict(block_r=4096, block_i=i, num_warps=w) for i in (2, 4, 8) for w in (8, 16)]
-    # path B, two passes with large chunks (16K elements): more bytes in flight per program
-    + [dict(block_r=r, block_i=i, num_warps=w, num_stages=st)
-       for r, i in ((256, 64), (512, 32), (1024, 16), (2048, 8)) for w in (8, 16)
-       for st in (2, 3)]
-    # path B split along the reduction (two kernels): slices per strip, strip width, warps
+    + [dict(block_r=4096, block_i=i, num_warps=w) for i in (2, 4) for w in (8, 16)]
+    # path B split along the reduction (two kernels): chunk shape, slices per strip, warps
     + [dict(block_r=r, block_i=i, splits=sp, num_warps=w)
-       for r, i in ((256, 64), (512, 32), (128, 128)) for sp in (4, 8, 16, 32, 64) for w in (4, 8)]
+       for r, i in ((64, 64), (128, 32), (256, 16), (128, 64), (256, 32)) for sp in (8, 32)
+       for w in (4, 8)]
+    # rows per program alone (short transposed rows: the strip width of the one-block case)
+    + [dict(block_i=i, num_warps=w) for i in (8, 16, 32, 64) for w in (4, 8, 16)]
 )
 
 
@@ -186,19 +185,31 @@ def softmax_along_kernel(
 @triton.jit
 def _across_stats(x_ptr, i, i_ok, r0, r_begin, r_end, n_r, stride_xi, stride_xr,
                   BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
-    """Path B, first pass: the running (max, sum of exp(x - max)) of each of the BLOCK_I rows
-    over positions [r_begin, r_end) of the reduction (cut at n_r), one chunk at a time."""
-    m = tl.full([BLOCK_I], -float("inf"), tl.float32)  # running max of each row
-    s = tl.zeros([BLOCK_I], tl.float32)  # running sum of exp(x - m) of each row
+    """Path B, first pass: the (max, sum of exp(x - max)) of each of the BLOCK_I rows over
+    positions [r_begin, r_end) of the reduction (cut at n_r), one chunk at a time.
+
+    Each lane keeps running statistics of its own elements (tiles m and s, one entry per lane)
+    and the lanes are combined once, after the loop: a reduction across the warps of a program
+    costs a trip through shared memory and a barrier, which per chunk would stall the loop's
+    loads.
+    """
+    m = tl.full([BLOCK_R, BLOCK_I], -float("inf"), tl.float32)  # running max, per lane
+    s = tl.zeros([BLOCK_R, BLOCK_I], tl.float32)  # running sum of exp(x - m), per lane
     for start in range(r_begin, r_end, BLOCK_R):
         r = start + r0
         x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)  # (BLOCK_R, BLOCK_I)
-        # TODO(softmax): fold this chunk into the running statistics of each row
-        # (column of the tile): m_new = max(m, chunk max); rescale the old sum by
-        # exp(m - m_new) and add the chunk's sum of exp(x - m_new). While a row has seen
-        # only -inf, m_new is -inf: shift by 0 instead, so -inf - (-inf) never makes a NaN.
+        # TODO(softmax): fold the chunk into each lane's running statistics with one exp:
+        # m_new = max(m, x). If x is the new max, the old sum shrinks by exp(m - x) and x adds
+        # exp(0) = 1; otherwise the sum gains exp(x - m). Both exps are exp(min(m, x) - m_new).
+        # While a lane has seen only -inf, m_new is -inf: shift by 0 instead, so
+        # -inf - (-inf) never makes a NaN.
         pass
-    return m, s
+    # Combine the lanes of each row (column of the tile): the merge of two partial softmax
+    # statistics, M = max(m), S = sum(s * exp(m - M)).
+    row_max = tl.max(m, axis=0)  # (BLOCK_I,)
+    row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
+    row_sum = tl.sum(s * tl.exp(m - row_shift[None, :]), axis=0)
+    return row_max, row_sum
 
 
 @triton.jit
