@@ -72,8 +72,8 @@ PATHS = ("A", "B")
 # along the reduction per block (a block covering the whole row means one pass), block_i rows
 # per program, num_warps warps per program, num_stages the software-pipelining depth of the
 # two-pass loops, splits (path B only) slices of the reduction per strip. The sweep runs every
-# entry on a contiguous (path A) and a transposed (path B) 4096 x 4096 float16 tensor and on
-# transposed 2048 x 32768, 32768 x 2048 and 262144 x 256 ones; an entry that does not apply (a
+# entry on a contiguous 4096 x 4096 float16 tensor (path A) and on transposed 8192 x 8192,
+# 2048 x 32768, 32768 x 2048 and 262144 x 256 ones (path B); an entry that does not apply (a
 # tile too large, splits on path A) raises ValueError (skipped).
 CONFIGS = (
     # path A, the whole 4096-wide row in one block: warps per row (64 .. 8 elements per thread)
@@ -84,18 +84,12 @@ CONFIGS = (
     # path B, two passes in one kernel over (block_r x block_i) chunks of 4K to 16K elements:
     # more rows per program = longer coalesced stretches per load, fewer programs
     + [dict(block_r=r, block_i=i, num_warps=w)
-       for r, i in ((512, 8), (256, 16), (1024, 8), (512, 16), (1024, 16), (2048, 8))
-       for w in (4, 8, 16)]
-    # path B, pipelining depth of the two-pass loops (Triton's default is 3)
-    + [dict(block_r=512, block_i=16, num_warps=8, num_stages=st) for st in (1, 2, 4)]
-    # path B, one pass: the whole 4096-long reduction of a narrow strip in registers
-    + [dict(block_r=4096, block_i=i, num_warps=w) for i in (2, 4) for w in (8, 16)]
-    # path B split along the reduction (two kernels): chunk shape, slices per strip, warps
-    + [dict(block_r=r, block_i=i, splits=sp, num_warps=w)
-       for r, i in ((64, 64), (128, 32), (256, 16), (128, 64), (256, 32)) for sp in (8, 32)
-       for w in (4, 8)]
+       for r, i in ((2048, 8), (1024, 8), (4096, 4), (1024, 16), (512, 16)) for w in (4, 8)]
+    # path B split along the reduction (two kernels): chunk shape, slices per strip
+    + [dict(block_r=r, block_i=i, splits=sp, num_warps=4)
+       for r, i in ((2048, 8), (1024, 16), (512, 32), (4096, 4)) for sp in (4, 8, 16, 32)]
     # rows per program alone (short transposed rows: the strip width of the one-block case)
-    + [dict(block_i=i, num_warps=w) for i in (8, 16, 32, 64) for w in (4, 8, 16)]
+    + [dict(block_i=i, num_warps=w) for i in (16, 32, 64) for w in (2, 4, 8)]
 )
 
 
