@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.harness import fix_git_commit
@@ -32,6 +33,7 @@ from checks import catalog, provenance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEED = 1234  # fixed, so a rerun tries the same inputs
+BUG_TIMEOUT_S = 300  # one planted bug's check run on a GPU (a hung mutant must not stop the zoo)
 
 
 def main(command: str, workshops: list[str], device: str, out: str) -> int:
@@ -70,10 +72,15 @@ def bugzoo(workshops: list[str], device: str) -> dict:
         sources += [REPO_ROOT / "tests" / "bugs" / f"{workshop}.py",
                     REPO_ROOT / "references" / f"{workshop}.py",
                     REPO_ROOT / "checks" / f"{workshop}.py"]
-        for bug in module.BUGS:
-            rows.append(_try_bug(workshop, bug, device, plant))
-            _log(f"{'caught' if rows[-1]['caught'] else 'MISSED'}  {workshop}/{bug.name} "
-                 f"({bug.check})")
+        # On a GPU each bug runs in its own process: up to BUGZOO_JOBS of them side by side
+        # (correctness runs: sharing the GPU changes nothing but the wall time).
+        jobs = int(os.environ.get("BUGZOO_JOBS", "1")) if device == "cuda" else 1
+        with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+            tried = pool.map(lambda bug: _try_bug(workshop, bug, device, plant), module.BUGS)
+            for bug, row in zip(module.BUGS, tried, strict=True):
+                rows.append(row)
+                _log(f"{'caught' if row['caught'] else 'MISSED'}  {workshop}/{bug.name} "
+                     f"({bug.check})")
     header = provenance.header(device, "references + planted bugs",
                                [p for p in sources if p.is_file()])
     header = fix_git_commit(header)
@@ -125,9 +132,9 @@ def _run_fresh_process(workshop, mutant, check, device, tmp):
         done = subprocess.run(
             [sys.executable, "-m", "checks", "run", workshop, "--impl", str(mutant),
              "--device", device, "--only", check, "--seed", str(SEED), "--json", str(out)],
-            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=BUG_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return [], "the check run did not finish within 600 s"
+        return [], f"the check run did not finish within {BUG_TIMEOUT_S} s"
     if not out.is_file():
         return [], f"no results (exit {done.returncode}): {done.stderr[-500:]}"
     return json.loads(out.read_text())["results"], ""

@@ -48,6 +48,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ._gpu import capability, cdiv, descriptor_scratch, device_index, sm_count
 from ._validate import (
     check_device,
     check_int_range,
@@ -270,16 +271,10 @@ def gemm_bias_relu_persistent_kernel(
 # ---------------------------------------------------------------------------------------------
 # Choosing a configuration
 # ---------------------------------------------------------------------------------------------
-def _cdiv(a: int, b: int) -> int:
-    """ceil(a / b) in plain Python: triton.cdiv is a Triton constexpr function, and each host call
-    through its wrapper costs microseconds that a launcher pays on every call."""
-    return -(-a // b)
-
-
 def _wave_efficiency(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
     """Share of the SM slots doing useful work: tiles / (waves * SMs). 1.0 = no idle last wave."""
-    tiles = _cdiv(M, block_m) * _cdiv(N, block_n)
-    waves = _cdiv(tiles, num_sms)
+    tiles = cdiv(M, block_m) * cdiv(N, block_n)
+    waves = cdiv(tiles, num_sms)
     return tiles / (waves * num_sms)
 
 
@@ -370,22 +365,7 @@ def _gemm_staged(a, b, bias, relu, knobs) -> torch.Tensor:
     return c_pad[:, :N].contiguous()  # copy 3: drop the padded columns
 
 
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-@functools.cache
-def _capability(device_index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(device_index)
-
-
 _INTERPRETER_PROGRAMS = 3  # persistent grid size under the interpreter: several tiles each
-
-
-def _descriptor_scratch(size: int, alignment: int, stream) -> torch.Tensor:
-    """Global memory for device-side TMA descriptors (Triton asks for `size` bytes)."""
-    return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
 def _tma_layout(t: torch.Tensor) -> str | None:
@@ -474,7 +454,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         raise ValueError(f"bias must be on a's device {a.device}, got {bias.device}")
 
     on_gpu = not interpreting()
-    device_index = a.device.index if a.device.index is not None else 0
+    index = device_index(a)
     # TMA descriptors and vectorized loads need the same thing: 16-byte aligned base and strides
     # with unit stride in one dimension.
     layouts = (_tma_layout(a), _tma_layout(b)) if K > 0 else (None, None)
@@ -486,7 +466,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                      num_warps=num_warps, num_stages=num_stages, persistent=persistent,
                      tma_store=tma_store)
         return _gemm_staged(a, b, bias, relu, knobs)
-    num_sms = _sm_count(device_index) if on_gpu else _INTERPRETER_PROGRAMS
+    num_sms = sm_count(index) if on_gpu else _INTERPRETER_PROGRAMS
     config = dict(_default_config_items(M, N, K, num_sms, tma_ok or K == 0, not on_gpu))
     given = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                  num_warps=num_warps, num_stages=num_stages)
@@ -500,9 +480,9 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             "blocks.")
 
     if persistent:
-        if on_gpu and _capability(device_index)[0] < 9:
+        if on_gpu and capability(index)[0] < 9:
             raise ValueError(f"persistent=True needs TMA (compute capability 9.0 or newer); this "
-                             f"GPU is {_capability(device_index)}. Use persistent=None or False.")
+                             f"GPU is {capability(index)}. Use persistent=None or False.")
         if K > 0 and not tma_ok:
             raise ValueError(
                 f"persistent=True needs TMA-compatible operands: 16-byte aligned base and strides "
@@ -510,7 +490,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                 f"{b.stride()} ({a.element_size()}-byte elements). Use persistent=None or False.")
     if persistent is None:
         persistent = (on_gpu and PREFER_PERSISTENT and tma_ok
-                      and _capability(device_index)[0] == 9)
+                      and capability(index)[0] == 9)
     use_persistent = persistent and K > 0  # K = 0: the pointer kernel's loop never reads A or B
     c_aligned = (N * a.element_size()) % 16 == 0  # C is allocated contiguous: row stride N
     if tma_store and not (persistent and c_aligned):
@@ -535,15 +515,15 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         if on_gpu:
             # tl.make_tensor_descriptor builds each program's descriptors in a global scratch
             # buffer that Triton obtains from this allocator (a process-wide setting).
-            triton.set_allocator(_descriptor_scratch)
-        tiles = _cdiv(M, bm) * _cdiv(N, bn)
+            triton.set_allocator(descriptor_scratch)
+        tiles = cdiv(M, bm) * cdiv(N, bn)
         programs = min(num_sms, tiles)
         gemm_bias_relu_persistent_kernel[(programs,)](
             a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             c.stride(0), c.stride(1), A_MAJOR_M=layouts[0] == "col",
             B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs, **common)
     else:
-        grid = (_cdiv(M, bm) * _cdiv(N, bn),)
+        grid = (cdiv(M, bm) * cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](
             a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             c.stride(0), c.stride(1), **common)

@@ -21,7 +21,7 @@ API
   lesson's API.
 - `attention_heads(q, k, v, *, causal=False, scale=None, **knobs)`: (H, N, d) each, one launch
   for all heads (a leading grid axis over heads, per-head strides); what the benchmark times.
-- `CONFIGS`: the launch configurations a benchmark sweep tries; `default_config(d, dtype)`.
+- `CONFIGS`: the launch configurations a benchmark sweep tries; `default_config(d, dtype, ...)`.
 - `_attention_dense`: the textbook formula with the full score matrix, kept only so the lesson
   can compare memory use. The kernels never call it.
 
@@ -38,7 +38,6 @@ Limitations: a bounded teaching implementation
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -46,6 +45,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from ._gpu import capability, descriptor_scratch, device_index
 from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
 
 HEAD_DIMS = (16, 32, 64, 128)
@@ -216,30 +216,45 @@ def attention_kernel(
 # same tiles, and the H200 sweep measured it 3-34% faster at 64 x 64 tiles, 4 warps, 3 stages
 # (benchmarks/results/sweep-graph-attention-*; descriptors built on the host at the time).
 _TMA_BY_DEFAULT = True
-# Where TMA descriptors are built: False, by each program on the device; True, once per call on
-# the host (Triton encodes them at launch). A module switch, not a knob, for A/B runs
-# (tools/ab_attention_descriptors.py).
-DESCRIPTORS_ON_HOST = False
+# Where TMA descriptors are built. On the device, each program builds its own: no host cost,
+# but the TMA unit then fetches a different descriptor for every program. On the host, once
+# per call: about 40 us of Python and driver work before the launch, and every program shares
+# the same four descriptors. The H200 A/B (benchmarks/results/diagnostics/ab-attention-*;
+# bf16, graph timing) measured host descriptors 5-12% faster on large batched problems and up
+# to 3% slower on one head; so the host builds them when the problem is large enough
+# (heads * N * N * d, halved when causal, at least _HOST_DESCRIPTOR_WORK, about 140 us of GPU
+# time) to repay the host time. DESCRIPTORS_ON_HOST = True / False forces one way (A/B runs).
+DESCRIPTORS_ON_HOST: bool | None = None
+_HOST_DESCRIPTOR_WORK = 2**34
 
 
-def default_config(head_dim: int, dtype: torch.dtype) -> dict:
+def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, heads: int = 1,
+                   n_ctx: int = 4096) -> dict:
     """Launch knobs used when the caller passes none (starting points for an H200).
 
     16-bit inputs: 64 query rows per program, 64-key steps, 4 warps, 3 stages, TMA where it
-    can run (measured: see below). fp32 inputs run IEEE fp32 dot products on the CUDA cores (no
-    tensor cores), whose operands live in registers: 64 x 32 tiles over 8 warps, 64 x 16 at
-    d = 128, are the largest that compiled without spills.
+    can run; 128-row programs for large non-causal problems (measured: see below). fp32 inputs
+    run IEEE fp32 dot products on the CUDA cores (no tensor cores), whose operands live in
+    registers: 64 x 32 tiles over 8 warps, 64 x 16 at d = 128, are the largest that compiled
+    without spills.
     """
     if dtype == torch.float32:
         return dict(block_m=64, block_n=32 if head_dim <= 64 else 16, num_warps=8, num_stages=2,
                     tma=None)
     # 64 x 64 tiles over 4 warps, 3 stages, TMA loads: the fastest of the 27 sweep candidates
-    # on four of the five swept shapes and 5% behind the fastest on the fifth (16 heads x 4096 and one head x
-    # 4096-16384, d = 64 and 128, causal and not; H200, bf16, graph timing,
-    # benchmarks/results/sweep-graph-attention-*; descriptors were built on the host then, and
-    # the validation report measures what building them on the device costs). Against 128-row
-    # tiles it doubles the number of programs, which one head of a few thousand rows needs to
-    # fill 132 SMs.
+    # on four of the five swept shapes and 5% behind the fastest on the fifth (16 heads x 4096
+    # and one head x 4096-16384, d = 64 and 128, causal and not; H200, bf16, graph timing,
+    # benchmarks/results/sweep-graph-attention-*). Against 128-row tiles it doubles the number
+    # of programs, which one head of a few thousand rows needs to fill 132 SMs.
+    # With 512 or more such programs (about 4 per SM) and no causal mask, 128-row programs
+    # won in the A/B (benchmarks/results/diagnostics/ab-attention-*, host descriptors):
+    # d = 64, 128 x 64 over 8 warps: 154 vs 168 us (16 x 4096), 2474 vs 2643 us (64 x 8192);
+    # d = 128, 128 x 64 over 4 warps, 2 stages: 255 vs 257 us, 4181 vs 4506 us. Causal grids
+    # keep 64 rows (16 x 4096 causal lost 13-20% with 128).
+    if not causal and heads * -(-n_ctx // 64) >= 512:
+        if head_dim <= 64:
+            return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=None)
+        return dict(block_m=128, block_n=64, num_warps=4, num_stages=2, tma=None)
     return dict(block_m=64, block_n=64, num_warps=4, num_stages=3, tma=None)
 
 
@@ -269,7 +284,8 @@ CONFIGS: list[dict] = _sweep_configs()
 _KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma")
 
 
-def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int) -> dict:
+def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int,
+            heads: int = 1) -> dict:
     """The launch configuration: defaults for (d, dtype), overridden by the caller's knobs."""
     unknown = sorted(set(knobs) - set(_KNOBS))
     if unknown:
@@ -277,7 +293,7 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
                         f"{', '.join(_KNOBS)}")
     explicit = {name: value for name, value in knobs.items() if value is not None}
     # (tma=None stays "auto": the default.)
-    config = default_config(head_dim, dtype)
+    config = default_config(head_dim, dtype, causal=causal, heads=heads, n_ctx=n_ctx)
     # Default blocks longer than the sequence only add masked work: shrink them to N (at least
     # 16, the smallest tl.dot tile). Explicit knobs are kept as given.
     fit = max(16, triton.next_power_of_2(max(n_ctx, 1)))
@@ -340,29 +356,13 @@ def _tma_problem(t: torch.Tensor) -> str | None:
         # Triton's interpreter can run descriptors, but the bounds check this project installs
         # for interpreter runs (checks/device.py) knows plain tensor arguments only.
         return "TMA descriptors are not supported under this project's interpreter runs"
-    if t.device.type != "cuda" or _capability(t.device)[0] < 9:
+    if t.device.type != "cuda" or capability(device_index(t))[0] < 9:
         return f"TMA needs a GPU of compute capability 9.0 or newer, got {t.device}"
     size = t.element_size()
     if t.stride(-1) != 1 or any((s * size) % 16 for s in t.stride()[:-1]) or t.data_ptr() % 16:
         return (f"TMA needs a unit feature stride, other strides that are multiples of 16 bytes "
                 f"and a 16-byte aligned start; got strides {t.stride()} of {t.dtype}")
     return None
-
-
-def _capability(device: torch.device) -> tuple[int, int]:
-    return _capability_of(device.index if device.index is not None else 0)
-
-
-@functools.cache
-def _capability_of(device_index: int) -> tuple[int, int]:
-    """The GPU's compute capability, asked once: the launcher runs on every call."""
-    return torch.cuda.get_device_capability(device_index)
-
-
-def _descriptor_scratch(size: int, alignment: int, stream) -> torch.Tensor:
-    """Global memory where the kernel's programs build their TMA descriptors (Triton asks for
-    `size` bytes per launch through `triton.set_allocator`)."""
-    return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
@@ -380,15 +380,17 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     block_m, block_n = config["block_m"], config["block_n"]
     operands = (q, k, v, out)
-    host_descriptors = use_tma and DESCRIPTORS_ON_HOST
+    host_descriptors = use_tma and (
+        DESCRIPTORS_ON_HOST if DESCRIPTORS_ON_HOST is not None else
+        heads * n_ctx * n_ctx * head_dim // (2 if causal else 1) >= _HOST_DESCRIPTOR_WORK)
     if host_descriptors:
         operands = tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), [1, rows, head_dim])
-                         for t, rows in zip(operands, (block_m, block_n, block_n, block_m)))
+                         for t, rows in zip(operands, (block_m, block_n, block_n, block_m), strict=True))
     elif use_tma:
-        # Descriptors are built on the device, by each program (tl.make_tensor_descriptor):
-        # building four on the host cost more time per call than the whole kernel at small N.
+        # Smaller problems: each program builds its descriptors (tl.make_tensor_descriptor);
+        # building four on the host costs more time per call than the whole kernel at small N.
         # Triton gets their scratch memory from this allocator (a process-wide setting).
-        triton.set_allocator(_descriptor_scratch)
+        triton.set_allocator(descriptor_scratch)
     grid = (-(-n_ctx // block_m), heads)  # cdiv in plain Python (cheaper than triton.cdiv)
     attention_kernel[grid](
         *operands, n_ctx, qk_scale,
@@ -429,7 +431,7 @@ def attention_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     """
     _check_inputs(q, k, v, 3, causal)
     scale = _check_scale(scale, q.shape[-1])
-    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[1])
+    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[1], q.shape[0])
     return _launch(q, k, v, causal, scale, config)
 
 

@@ -31,13 +31,12 @@ Limitations
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from ._gpu import capability, cdiv, device_index, next_power_of_2, sm_count
 from ._validate import check_device, check_power_of_two, check_tensor, interpreting
 
 MIN_CHUNK = 4  # tl.arange needs a power of two; 4 lets the lesson run its 2 x 12 example
@@ -103,7 +102,7 @@ def partial_stats(x: torch.Tensor, chunk: int | None = None, *,
     """
     chunk, warps = _check_x(x, chunk, num_warps)
     n_rows, n_cols = x.shape
-    n_chunks = _cdiv(n_cols, chunk)
+    n_chunks = cdiv(n_cols, chunk)
     m = torch.empty((n_rows, n_chunks), dtype=torch.float32, device=x.device)
     s = torch.empty((n_rows, n_chunks), dtype=torch.float32, device=x.device)
     _launch_partial_stats(x, m, s, chunk, warps)
@@ -189,7 +188,7 @@ def _launch_merge_stats(m, s, m_row, s_row, num_warps: int | None, early: bool =
     n_rows, n_chunks = m.shape
     if n_rows == 0:
         return
-    block_c = min(_next_power_of_2(max(n_chunks, 1)), _MERGE_BLOCK_C)
+    block_c = min(next_power_of_2(max(n_chunks, 1)), _MERGE_BLOCK_C)
     warps = num_warps or (1 if block_c <= 256 else 4)  # tiny work: few threads per row
     merge_stats_kernel[(n_rows,)](
         m, s, m_row, s_row, n_chunks, m.stride(0), m.stride(1), s.stride(0), s.stride(1),
@@ -255,7 +254,7 @@ def _launch_normalize(x, m_row, s_row, y, chunk: int, warps: int, early: bool = 
     if y.numel() == 0:
         return
     n_cols = x.shape[1]
-    n_chunks = _cdiv(n_cols, chunk)
+    n_chunks = cdiv(n_cols, chunk)
     normalize_kernel[(x.shape[0] * n_chunks,)](
         x, m_row, s_row, y, n_cols, n_chunks,
         x.stride(0), x.stride(1), y.stride(0), y.stride(1),
@@ -280,7 +279,7 @@ def split_softmax(x: torch.Tensor, *, chunk: int | None = None,
     # The arguments were checked once, above; the stages below only launch. All statistics
     # live in one float32 workspace (one allocation instead of four: each costs host time):
     # rows 0 and 1 of `partial` are m and s (M, C); rows 0 and 1 of `merged` are m_row, s_row.
-    n_chunks = _cdiv(n_cols, chunk)
+    n_chunks = cdiv(n_cols, chunk)
     workspace = torch.empty(2 * n_rows * (n_chunks + 1), dtype=torch.float32, device=x.device)
     partial = workspace[:2 * n_rows * n_chunks].view(2, n_rows, n_chunks)
     merged = workspace[2 * n_rows * n_chunks:].view(2, n_rows)
@@ -306,44 +305,25 @@ def default_chunk(n_rows: int, n_cols: int, sm_count: int = 132) -> int:
     many rows get fewer, larger chunks. Clamped to [_DEFAULT_MIN_CHUNK, _DEFAULT_MAX_CHUNK] and
     never wider than the row needs.
     """
-    wanted_chunks = _cdiv(_PROGRAMS_PER_SM * sm_count, max(n_rows, 1))
-    chunk = _next_power_of_2(_cdiv(max(n_cols, 1), wanted_chunks))
+    wanted_chunks = cdiv(_PROGRAMS_PER_SM * sm_count, max(n_rows, 1))
+    chunk = next_power_of_2(cdiv(max(n_cols, 1), wanted_chunks))
     chunk = min(max(chunk, _DEFAULT_MIN_CHUNK), _DEFAULT_MAX_CHUNK)
-    return max(min(chunk, _next_power_of_2(max(n_cols, 1))), MIN_CHUNK)
+    return max(min(chunk, next_power_of_2(max(n_cols, 1))), MIN_CHUNK)
 
 
-# Host-side helpers in plain Python. triton.cdiv and triton.next_power_of_2 also work here, but
-# they are Triton constexpr functions, and each host call pays for that wrapper: a launcher runs
-# on every call, and its microseconds add up (see "host time" in the lesson).
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _next_power_of_2(n: int) -> int:
-    return 1 << (n - 1).bit_length() if n > 1 else 1
-
-
-@functools.cache
-def _sm_count_of(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
+# Host-side helpers (see references/_gpu.py: plain Python, asked once per device, because a
+# launcher runs on every call and its microseconds add up; "host time" in the lesson).
 def _sm_count(x: torch.Tensor) -> int:
     if x.device.type == "cuda" and not interpreting():
-        return _sm_count_of(x.device.index if x.device.index is not None else 0)
+        return sm_count(device_index(x))
     return 132  # the H200 this book was measured on; under the interpreter it only sets sizes
-
-
-@functools.cache
-def _capability_of(device_index: int) -> tuple[int, int]:
-    return torch.cuda.get_device_capability(device_index)
 
 
 def _early_launch_ok(x: torch.Tensor) -> bool:
     """Programmatic dependent launch needs a real GPU of compute capability 9.0 or newer."""
     if interpreting() or x.device.type != "cuda" or not EARLY_LAUNCH:
         return False
-    return _capability_of(x.device.index if x.device.index is not None else 0)[0] >= 9
+    return capability(device_index(x))[0] >= 9
 
 
 def _check_x(x, chunk, num_warps) -> tuple[int, int]:
@@ -360,7 +340,7 @@ def _check_x(x, chunk, num_warps) -> tuple[int, int]:
     else:
         check_power_of_two("num_warps", num_warps, 1, 32)
     check_device("x", x)
-    if n_rows * _cdiv(n_cols, chunk) > 2**31 - 1:
-        raise ValueError(f"x needs {n_rows} x {_cdiv(n_cols, chunk)} programs, more than a grid "
+    if n_rows * cdiv(n_cols, chunk) > 2**31 - 1:
+        raise ValueError(f"x needs {n_rows} x {cdiv(n_cols, chunk)} programs, more than a grid "
                          "holds (2^31 - 1); use a larger chunk")
     return chunk, num_warps

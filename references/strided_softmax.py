@@ -18,7 +18,7 @@ What you will learn
     the reduction is long and the strips are few, each strip is cut into `splits` slices along
     the reduction, one program per slice: stage 1 writes each slice's (max, sum), stage 2
     merges them (the merge of workshop 5) and normalises its slice. Many more programs, and
-    wide (128-byte) rows per load, at the price of one extra launch.
+    wider (64-byte) rows per load, at the price of one extra launch.
 - Tail ownership in two flavours: lanes past the end of a row are loaded as -inf (they take part
   in the max and the sum, and must change neither); lanes past the last row compute throwaway
   values and are never stored.
@@ -27,7 +27,7 @@ Limitations
 - x is 2-D, float16, bfloat16 or float32; statistics in float32, one rounding at the store.
 - Any width works. Path A holds rows of up to 32768 elements in registers (one read, one
   write); wider rows take a second pass over the input (one more read). Path B holds the whole
-  reduction only for short rows (up to 1024) and walks longer ones in two passes, split over
+  reduction only for short rows (up to 2048) and walks longer ones in two passes, split over
   several programs per strip when there are few strips. Very wide contiguous rows with few of
   them leave most of the GPU idle on path A: that is the split softmax workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
@@ -42,6 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ._gpu import cdiv
 from ._validate import check_device, check_dim, check_int_range, check_power_of_two, check_tensor
 
 _MAX_ONE_BLOCK = 32768  # path A: widest row held in registers (16 warps: 64 fp32 per thread)
@@ -58,10 +59,21 @@ _TRANSPOSE_SIDE = 16  # 2-D tiles: at least one 32-byte sector of float16 along 
 _ACROSS_CHUNK_TILE = 16384
 _ACROSS_WARPS = 8
 _ACROSS_PROGRAMS = 256  # at least this many programs (about 2 per SM) before widening BLOCK_I
-# Path B, split: strips of _SPLIT_SIDE rows (128 bytes of float16 per load), each cut into up
+# Path B, one block: the whole reduction of a strip of at least _ONE_BLOCK_SIDE rows in one
+# _STRIP_TILE tile, over _ONE_BLOCK_WARPS warps. H200 sweep (graph timing, float16, 128 MiB
+# transposed tensors, benchmarks/results/sweep-graph-strided-*): a 2048 x 8 tile over 4 warps
+# ran 32768 x 2048 at 103 us (0.63 of copy) against 177 us for two passes; 4 warps ran
+# 262144 x 256 at 76 us against 126 us over 16 warps.
+_ONE_BLOCK_SIDE = 8
+_ONE_BLOCK_WARPS = 4
+# Path B, split: strips of _SPLIT_SIDE rows (64 bytes of float16 per load), each cut into up
 # to _MAX_SPLITS slices of at least _MIN_SPLIT_ROWS positions, for about _SPLIT_PROGRAMS
-# programs in all (several per SM on 132 SMs).
-_SPLIT_SIDE = 64
+# programs in all (several per SM on 132 SMs), _SPLIT_CHUNK positions per chunk over
+# _SPLIT_WARPS warps: the fastest split candidates of the sweep (2048 x 32768: 139-141 us
+# against 150 us for 256 x 64 chunks over 8 warps and 180 us without a split).
+_SPLIT_SIDE = 32
+_SPLIT_CHUNK = 512
+_SPLIT_WARPS = 4
 _MAX_SPLITS = 64
 _MIN_SPLIT_ROWS = 512
 _SPLIT_PROGRAMS = 1024
@@ -186,36 +198,23 @@ def softmax_along_kernel(
 @triton.jit
 def _across_stats(x_ptr, i, i_ok, r0, r_begin, r_end, n_r, stride_xi, stride_xr,
                   BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
-    """Path B, first pass: the (max, sum of exp(x - max)) of each of the BLOCK_I rows over
-    positions [r_begin, r_end) of the reduction (cut at n_r), one chunk at a time.
-
-    Each lane keeps running statistics of its own elements (tiles m and s, one entry per lane)
-    and the lanes are combined once, after the loop: a reduction across the warps of a program
-    costs a trip through shared memory and a barrier, which per chunk would stall the loop's
-    loads.
-    """
-    m = tl.full([BLOCK_R, BLOCK_I], -float("inf"), tl.float32)  # running max, per lane
-    s = tl.zeros([BLOCK_R, BLOCK_I], tl.float32)  # running sum of exp(x - m), per lane
+    """Path B, first pass: the running (max, sum of exp(x - max)) of each of the BLOCK_I rows
+    over positions [r_begin, r_end) of the reduction (cut at n_r), one chunk at a time."""
+    m = tl.full([BLOCK_I], -float("inf"), tl.float32)  # running max of each row
+    s = tl.zeros([BLOCK_I], tl.float32)  # running sum of exp(x - m) of each row
     for start in range(r_begin, r_end, BLOCK_R):
         r = start + r0
         x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)  # (BLOCK_R, BLOCK_I)
-        # EXERCISE softmax: fold the chunk into each lane's running statistics with one exp:
-        # m_new = max(m, x). If x is the new max, the old sum shrinks by exp(m - x) and x adds
-        # exp(0) = 1; otherwise the sum gains exp(x - m). Both exps are exp(min(m, x) - m_new).
-        # While a lane has seen only -inf, m_new is -inf: shift by 0 instead, so
-        # -inf - (-inf) never makes a NaN.
-        m_new = tl.maximum(m, x)
+        # EXERCISE softmax: fold this chunk into the running statistics of each row
+        # (column of the tile): m_new = max(m, chunk max); rescale the old sum by
+        # exp(m - m_new) and add the chunk's sum of exp(x - m_new). While a row has seen
+        # only -inf, m_new is -inf: shift by 0 instead, so -inf - (-inf) never makes a NaN.
+        m_new = tl.maximum(m, tl.max(x, axis=0))
         shift = tl.where(m_new == -float("inf"), 0.0, m_new)
-        e = tl.exp(tl.minimum(m, x) - shift)
-        s = tl.where(x > m, s * e + 1.0, s + e)
+        s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)
         m = m_new
         # END EXERCISE
-    # Combine the lanes of each row (column of the tile): the merge of two partial softmax
-    # statistics, M = max(m), S = sum(s * exp(m - M)).
-    row_max = tl.max(m, axis=0)  # (BLOCK_I,)
-    row_shift = tl.where(row_max == -float("inf"), 0.0, row_max)
-    row_sum = tl.sum(s * tl.exp(m - row_shift[None, :]), axis=0)
-    return row_max, row_sum
+    return m, s
 
 
 @triton.jit
@@ -427,20 +426,24 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
             if block_i is None:
                 block_i = min(max(_ROW_TILE // block_r, 1), _pow2(n_i))
     else:
-        short = _pow2(n_r) * 16 <= _STRIP_TILE  # 16 rows with the whole reduction fit a tile
+        # A strip of _ONE_BLOCK_SIDE rows with the whole reduction fits one tile: x read once.
+        short = _pow2(n_r) * _ONE_BLOCK_SIDE <= _STRIP_TILE
         if splits is None:
-            # Long rows and few strips: split each strip along the reduction (stage 1 writes
-            # each slice's statistics, stage 2 merges them and normalises its slice).
+            # Long rows: split each strip along the reduction (stage 1 writes each slice's
+            # statistics, stage 2 merges them and normalises its slice).
             splits = 1
             if not short and block_r is None and block_i is None:
                 splits = _auto_splits(n_r, n_i)
                 if splits > 1:
                     block_i = min(_SPLIT_SIDE, _pow2(n_i))
+                    block_r = _SPLIT_CHUNK
+                    num_warps = num_warps or _SPLIT_WARPS
         if block_i is None:
             if short and block_r is None:
                 # Short rows: as many neighbouring rows as fit with the whole reduction in
                 # registers (x read once), up to 64 (a 128-byte line of float16).
                 block_i = min(_STRIP_TILE // _pow2(n_r), 64)
+                num_warps = num_warps or _ONE_BLOCK_WARPS
             else:
                 # Long rows, two passes: 4 to 16 rows per program (8 to 32 bytes of float16 per
                 # load, a whole 32-byte sector at 16), fewer when there are few rows, so that at
@@ -462,22 +465,18 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     rows_per_split = 0
     if splits > 1:
         # Whole chunks per slice, so no chunk straddles two slices; then drop empty slices.
-        rows_per_split = _cdiv(_cdiv(n_r, splits), block_r) * block_r
-        splits = _cdiv(n_r, rows_per_split)
+        rows_per_split = cdiv(cdiv(n_r, splits), block_r) * block_r
+        splits = cdiv(n_r, rows_per_split)
     return Plan(path, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
-                n_r <= block_r and splits == 1, num_warps, num_stages, _cdiv(n_i, block_i),
+                n_r <= block_r and splits == 1, num_warps, num_stages, cdiv(n_i, block_i),
                 splits, rows_per_split)
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _auto_splits(n_r: int, n_i: int) -> int:
     """Slices per strip for a long path-B reduction: enough for about _SPLIT_PROGRAMS programs
     over strips of _SPLIT_SIDE rows, each slice at least _MIN_SPLIT_ROWS long."""
-    strips = _cdiv(n_i, _SPLIT_SIDE)
-    return max(min(_cdiv(_SPLIT_PROGRAMS, strips), n_r // _MIN_SPLIT_ROWS, _MAX_SPLITS), 1)
+    strips = cdiv(n_i, _SPLIT_SIDE)
+    return max(min(cdiv(_SPLIT_PROGRAMS, strips), n_r // _MIN_SPLIT_ROWS, _MAX_SPLITS), 1)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,

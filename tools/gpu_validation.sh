@@ -44,6 +44,7 @@ if [[ $part == zoo || $part == all ]]; then
   python3 -m benchmarks badcalls --device cuda --out "$out/badcalls-cuda-$tag.json" \
     > "$out/badcalls-cuda-$tag.log" 2>&1 &
   badcalls=$!
+  export BUGZOO_JOBS=${BUGZOO_JOBS:-3}  # planted bugs of one workshop run 3 at a time
   tmp="$out/bugzoo-parts-$tag"  # one file per workshop, kept: a stopped run keeps the finished ones
   mkdir -p "$tmp"
   pids=()
