@@ -61,7 +61,7 @@ _ACROSS_WARPS = 8
 _ACROSS_PROGRAMS = 256  # at least this many programs (about 2 per SM) before widening BLOCK_I
 # Path B, one block: the whole reduction of a strip of at least _ONE_BLOCK_SIDE rows in one
 # _STRIP_TILE tile, over _ONE_BLOCK_WARPS warps. H200 sweep (graph timing, float16, 128 MiB
-# transposed tensors, benchmarks/results/sweep-graph-strided-*): a 2048 x 8 tile over 4 warps
+# transposed tensors, benchmarks/results/diagnostics/sweep-strided-*): a 2048 x 8 tile, 4 warps
 # ran 32768 x 2048 at 103 us (0.63 of copy) against 177 us for two passes; 4 warps ran
 # 262144 x 256 at 76 us against 126 us over 16 warps.
 _ONE_BLOCK_SIDE = 8
