@@ -61,16 +61,17 @@ _ACROSS_WARPS = 8
 _ACROSS_PROGRAMS = 256  # at least this many programs (about 2 per SM) before widening BLOCK_I
 # Path B, one block: the whole reduction of a strip of at least _ONE_BLOCK_SIDE rows in one
 # _STRIP_TILE tile, over _ONE_BLOCK_WARPS warps. H200 sweep (graph timing, float16, 128 MiB
-# transposed tensors, benchmarks/results/diagnostics/sweep-strided-*): a 2048 x 8 tile, 4 warps
-# ran 32768 x 2048 at 103 us (0.63 of copy) against 177 us for two passes; 4 warps ran
-# 262144 x 256 at 76 us against 126 us over 16 warps.
+# transposed tensors, benchmarks/results/sweep-graph-strided-* and diagnostics/sweep-strided-*):
+# a 2048 x 8 tile over 4 warps ran 32768 x 2048 at 103 us (0.63 of copy), where the previous
+# default walked it in two passes in 135 us; 4 warps ran 262144 x 256 at 76 us, 16 at 126 us.
 _ONE_BLOCK_SIDE = 8
 _ONE_BLOCK_WARPS = 4
 # Path B, split: strips of _SPLIT_SIDE rows (64 bytes of float16 per load), each cut into up
 # to _MAX_SPLITS slices of at least _MIN_SPLIT_ROWS positions, for about _SPLIT_PROGRAMS
 # programs in all (several per SM on 132 SMs), _SPLIT_CHUNK positions per chunk over
-# _SPLIT_WARPS warps: the fastest split candidates of the sweep (2048 x 32768: 139-141 us
-# against 150 us for 256 x 64 chunks over 8 warps and 180 us without a split).
+# _SPLIT_WARPS warps: the fastest split candidates of the sweeps (2048 x 32768: 139-141 us,
+# against 150 us for 256 x 64 chunks over 8 warps and 183 us for the previous two-pass
+# default without a split).
 _SPLIT_SIDE = 32
 _SPLIT_CHUNK = 512
 _SPLIT_WARPS = 4
