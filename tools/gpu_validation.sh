@@ -9,7 +9,7 @@
 # (default: today's date) in their names; copy them to benchmarks/results/ and run
 # `python3 -m benchmarks report` to rebuild the tables. The parts fit the lent machine's
 # 10-minute limit per command when run one per command (checks about 3 min, bench about 3 min,
-# zoo about 4 min on an H200).
+# zoo about 6 min on an H200, running each workshop's planted bugs 3 at a time: BUGZOO_JOBS).
 #
 # Checks and planted bugs run one process per workshop, side by side: they are correctness
 # runs, so sharing the GPU changes nothing but the wall time. Benchmarks run alone.
