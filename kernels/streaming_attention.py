@@ -220,10 +220,12 @@ _TMA_BY_DEFAULT = True
 # but the TMA unit then fetches a different descriptor for every program. On the host, once
 # per call: about 40 us of Python and driver work before the launch, and every program shares
 # the same four descriptors. The H200 A/B (benchmarks/results/diagnostics/ab-attention-*;
-# bf16, graph timing) measured host descriptors 5-12% faster on large batched problems and up
-# to 3% slower on one head; so the host builds them when the problem is large enough
-# (heads * N * N * d, halved when causal, at least _HOST_DESCRIPTOR_WORK, about 140 us of GPU
-# time) to repay the host time. DESCRIPTORS_ON_HOST = True / False forces one way (A/B runs).
+# bf16, graph timing, 64 x 64 tiles) measured host descriptors 1-11% faster at d = 128 (the
+# most on 16 heads x 4096), 5-8% faster at d = 64 on 16 heads x 4096, and 0-3.5% slower at
+# d = 64 on 64 heads x 8192 and on one head of 16384. So the host builds them when the problem
+# is large enough (heads * N * N * d, halved when causal, at least _HOST_DESCRIPTOR_WORK, about
+# 140 us of GPU time) to repay the host time. DESCRIPTORS_ON_HOST = True / False forces one way
+# (A/B runs).
 DESCRIPTORS_ON_HOST: bool | None = None
 _HOST_DESCRIPTOR_WORK = 2**34
 
