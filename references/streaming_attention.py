@@ -238,8 +238,9 @@ def attention_kernel(
 _TMA_BY_DEFAULT = True
 # Where TMA descriptors are built. On the device, each program builds its own: no host cost,
 # but the TMA unit then fetches a different descriptor for every program. On the host, once
-# per call: about 40 us of Python and driver work before the launch, and every program shares
-# the same four descriptors. The H200 A/B (benchmarks/results/diagnostics/ab-attention-*;
+# per call: 48-117 us more host time than pointer loads (two instances of the lent machine,
+# benchmarks/results/diagnostics/profile-host-*), and every program shares the same four
+# descriptors. The H200 A/B (benchmarks/results/diagnostics/ab-attention-*;
 # bf16, graph timing, 64 x 64 tiles) measured host descriptors 1-11% faster at d = 128 (the
 # most on 16 heads x 4096), 5-8% faster at d = 64 on 16 heads x 4096, and 0-3.5% slower at
 # d = 64 on 64 heads x 8192 and on one head of 16384. So the host builds them when the problem
