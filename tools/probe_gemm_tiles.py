@@ -1,0 +1,72 @@
+"""Tile shapes for small and large fused GEMMs on a GPU. A diagnostic.
+
+    python3 tools/probe_gemm_tiles.py
+
+1024^3 and 2048^3 make 64 and 256 tiles of 128 x 128 (or 32 and 128 of 128 x 256): less than
+one or two waves on 132 SMs, so smaller tiles may win there. For 1024^3, 2048^3 (fp16, bf16)
+this times `gemm_bias_relu` at its defaults and at several explicit tile shapes, persistent and
+not, next to torch.mm and the same-contract torch baseline (graph timing, the benchmark
+harness's timer). For 4096^3 it times the default against 4 pipeline stages, alternating
+A, B, A, B so that clock drift shows. Each output is compared with torch.mm's first.
+Prints one line per variant; benchmarks/results/diagnostics/ keeps its output.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import fused_gemm as fg
+
+    plan = harness.PLANS["sweep"]
+
+    def time(fn) -> float:
+        return harness.summarize(harness.time_graph(fn, plan)["samples_ms"])["median"] * 1e3
+
+    tiles = [dict(block_m=bm, block_n=bn, block_k=64, group_m=8, num_warps=w, num_stages=s)
+             for bm, bn, w, s in ((64, 128, 4, 4), (64, 128, 4, 3), (128, 64, 4, 4),
+                                  (64, 64, 4, 4), (128, 128, 4, 4), (128, 128, 8, 3),
+                                  (64, 256, 4, 3), (128, 256, 8, 3))]
+    for size in (1024, 2048, 4096):
+        for dtype in (torch.float16, torch.bfloat16):
+            g = torch.Generator(device="cuda").manual_seed(size)
+            a = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
+            b = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
+            bias = torch.randn(size, device="cuda", dtype=torch.float32, generator=g)
+            flops = 2 * size ** 3
+            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
+
+            def same_contract():
+                return torch.mm(a, b, out_dtype=torch.float32).add_(bias).relu_().to(dtype)
+
+            mm_us = time(lambda: torch.mm(a, b))
+            same_us = time(same_contract)
+            print(f"\n{size}^3 {str(dtype)[6:]}: torch.mm {mm_us:.1f} us "
+                  f"({flops / mm_us / 1e6:.0f} TFLOP/s), same-contract {same_us:.1f} us",
+                  flush=True)
+            if size == 4096:
+                variants = [{}, dict(tiles[-1], num_stages=4)] * 2 + [{}, dict(tiles[-1], num_stages=4)]
+            else:
+                variants = [{}] + tiles + [dict(t, persistent=False) for t in tiles[:4]]
+            for knobs in variants:
+                def ours(knobs=knobs):
+                    return fg.gemm_bias_relu(a, b, bias, **knobs)
+
+                err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
+                us = time(ours)
+                label = "default " + str(fg.default_config(size, size, size)) if not knobs \
+                    else str(knobs)
+                print(f"   {us:8.1f} us {flops / us / 1e6:5.0f} TFLOP/s  {mm_us / us:5.2f}x mm  "
+                      f"{same_us / us:5.2f}x same  rel.err {err:.1e}  {label}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

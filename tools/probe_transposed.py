@@ -1,0 +1,125 @@
+"""Where does strided softmax's time go on long transposed rows? A GPU diagnostic.
+
+    python3 tools/probe_transposed.py
+
+For transposed float16 views of 128 MiB (2048 x 32768, 8192 x 8192, 16384 x 4096), times in
+graph mode (the benchmark harness's timer):
+- the copy ceiling (a contiguous clone) and torch's own transposing copy (`x.contiguous()`);
+- a bare transposing copy written like path B's tiles (load a (BLOCK_R, BLOCK_I) tile across
+  rows, store it along them), per tile shape: the ceiling of any one-read design;
+- a bare strided read (the column sums of the same tiles): the cost of stage 1's reads alone;
+- path B's split stage 1 and stage 2 alone, and the whole softmax, for several strip widths.
+Prints one line per variant with its time and fraction of the copy ceiling. A diagnostic, not
+evidence: benchmarks/results/diagnostics/ keeps its output.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+
+@triton.jit
+def transposing_copy_kernel(x_ptr, out_ptr, n_i, n_r, stride_xi, stride_xr, stride_or,
+                            BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
+    """out[i, r] = x[i, r] for a (BLOCK_R, BLOCK_I) tile: read across rows, write along them."""
+    i = (tl.program_id(0).to(tl.int64) * BLOCK_I + tl.arange(0, BLOCK_I))[None, :]
+    r = (tl.program_id(1).to(tl.int64) * BLOCK_R + tl.arange(0, BLOCK_R))[:, None]
+    ok = (i < n_i) & (r < n_r)
+    x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=ok)
+    tl.store(out_ptr + i * stride_or + r, x, mask=ok)
+
+
+@triton.jit
+def strided_sum_kernel(x_ptr, out_ptr, n_i, n_r, stride_xi, stride_xr,
+                       BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
+    """Column sums of a (n_r, BLOCK_I) strip, BLOCK_R positions at a time: reads only."""
+    i = (tl.program_id(0).to(tl.int64) * BLOCK_I + tl.arange(0, BLOCK_I))[None, :]
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    acc = tl.zeros([BLOCK_I], tl.float32)
+    for start in range(0, n_r, BLOCK_R):
+        r = start + r0
+        x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=(i < n_i) & (r < n_r), other=0.0)
+        acc += tl.sum(x.to(tl.float32), axis=0)
+    cols = tl.program_id(0) * BLOCK_I + tl.arange(0, BLOCK_I)
+    tl.store(out_ptr + cols, acc, mask=cols < n_i)
+
+
+def main() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+
+    def time(fn) -> float:
+        return harness.summarize(harness.time_graph(fn, plan)["samples_ms"])["median"] * 1e3
+
+    for n_i, n_r in ((2048, 32768), (8192, 8192), (16384, 4096)):
+        # x is (n_i, n_r) with stride (1, n_i): softmax over dim=-1 of a transposed tensor.
+        base = torch.randn(n_r, n_i, device="cuda", dtype=torch.float16)
+        x = base.t()
+        nbytes = 2 * x.numel() * x.element_size()
+        contiguous = base.clone()
+        copy_us = time(lambda: contiguous.clone())
+        print(f"\n{n_i} x {n_r} float16 transposed ({nbytes / 2**20:.0f} MiB moved by a copy): "
+              f"copy {copy_us:.1f} us", flush=True)
+
+        def line(label, us, transfers=2.0):
+            print(f"   {label:<44} {us:8.1f} us  {copy_us * transfers / 2 / us:5.2f} of copy "
+                  f"per {transfers:g} transfers", flush=True)
+
+        line("torch x.contiguous()", time(lambda: x.contiguous()))
+        expected = x.contiguous()
+        for bi, br in ((8, 2048), (16, 1024), (32, 512), (64, 256), (64, 128), (128, 128),
+                       (128, 64), (256, 32)):
+            for warps in (4, 8):
+                out = torch.empty(x.shape, dtype=x.dtype, device="cuda")
+                grid = (triton.cdiv(n_i, bi), triton.cdiv(n_r, br))
+
+                def tcopy(out=out, bi=bi, br=br, warps=warps, grid=grid):
+                    transposing_copy_kernel[grid](x, out, n_i, n_r, x.stride(0), x.stride(1),
+                                                  n_r, BLOCK_I=bi, BLOCK_R=br, num_warps=warps)
+                    return out
+
+                assert torch.equal(tcopy(), expected)
+                line(f"transposing copy tile {br}x{bi} {warps}w", time(tcopy))
+        for bi, br in ((16, 1024), (32, 512), (64, 256), (128, 128)):
+            sums = torch.empty(n_i, device="cuda", dtype=torch.float32)
+            grid = (triton.cdiv(n_i, bi),)
+
+            def ssum(bi=bi, br=br, grid=grid, sums=sums):
+                strided_sum_kernel[grid](x, sums, n_i, n_r, x.stride(0), x.stride(1),
+                                         BLOCK_I=bi, BLOCK_R=br, num_warps=4)
+                return sums
+
+            line(f"strided read (sums) tile {br}x{bi}", time(ssum), transfers=1.0)
+
+        reference = torch.softmax(x.float(), dim=-1)
+        variants = [dict()] + [dict(block_r=br, block_i=bi, splits=sp, num_warps=w)
+                               for br, bi in ((512, 32), (256, 64), (128, 128), (128, 64))
+                               for sp in (8, 16, 32) for w in (4, 8)]
+        for knobs in variants:
+            try:
+                y = ss.softmax(x, **knobs)
+            except ValueError as exc:
+                print(f"   softmax {knobs}: refused ({exc})")
+                continue
+            err = (y.float() - reference).abs().max().item()
+            p = ss.plan(x, **knobs)
+            label = (f"softmax {p.block_r}x{p.block_i} splits={p.splits} {p.num_warps}w"
+                     + (" (default)" if not knobs else ""))
+            us = time(lambda knobs=knobs: ss.softmax(x, **knobs))
+            print(f"   {label:<44} {us:8.1f} us  {copy_us / us:5.2f} of copy  "
+                  f"max|err| {err:.1e}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
