@@ -278,6 +278,18 @@ def _wave_efficiency(M: int, N: int, block_m: int, block_n: int, num_sms: int) -
     return tiles / (waves * num_sms)
 
 
+def few_tiles(M: int, N: int, num_sms: int) -> bool:
+    """Fewer 128 x 128 tiles than SMs (1024^3 makes 64 on 132 SMs): a small problem.
+
+    Then `default_config` halves the tile height so that more SMs get work, and `persistent=None`
+    runs the pointer kernel: with at most one tile per SM a persistent grid loops over nothing,
+    and building its TMA descriptors costs time. On the H200, 1024^3: 64 x 128 tiles of the
+    pointer kernel took 6.5 us, 64 x 128 persistent 9.2 us, 128 x 128 persistent 10.6 us
+    (graph timing, tools/probe_gemm_tiles.py).
+    """
+    return cdiv(M, 128) * cdiv(N, 128) < num_sms
+
+
 def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool = True,
                    interpreter: bool = False) -> dict:
     """The launch configuration `gemm_bias_relu` uses when no knob is given (a pure function).
@@ -290,6 +302,8 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
       empty (4095 x 4097 makes 544 tiles of 128 x 256 = 4.1 waves on 132 SMs, but 1056 tiles of
       128 x 128 = exactly 8 waves);
     - small M or N (<= 64): 64-row (or 64-column) tiles so a skinny problem still has programs;
+    - fewer 128 x 128 tiles than SMs (`few_tiles`, e.g. 1024^3): 64 x 128 x 64, 4 warps,
+      4 stages, twice as many programs;
     - block_k = 64 (a 128-byte row of 16-bit values per load), smaller only when K itself is;
     - GROUP_M = 8 bands: the first wave of 132 programs then touches about 8 rows of A panels and
       17 columns of B panels instead of 5 rows and all the columns.
@@ -313,6 +327,9 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
             return dict(block_m=64, block_n=128, block_k=block_k, group_m=8, num_warps=4,
                         num_stages=4)
         return dict(block_m=128, block_n=64, block_k=block_k, group_m=8, num_warps=4,
+                    num_stages=4)
+    if few_tiles(M, N, num_sms):
+        return dict(block_m=64, block_n=128, block_k=block_k, group_m=8, num_warps=4,
                     num_stages=4)
     wide = _wave_efficiency(M, N, 128, 256, num_sms)
     square = _wave_efficiency(M, N, 128, 128, num_sms)
@@ -489,8 +506,10 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                 f"with unit stride in one dimension; got a strides {a.stride()}, b strides "
                 f"{b.stride()} ({a.element_size()}-byte elements). Use persistent=None or False.")
     if persistent is None:
+        # Not for small problems: at most one tile per SM leaves a persistent grid nothing to
+        # loop over (see few_tiles).
         persistent = (on_gpu and PREFER_PERSISTENT and tma_ok
-                      and capability(index)[0] == 9)
+                      and capability(index)[0] == 9 and not few_tiles(M, N, num_sms))
     use_persistent = persistent and K > 0  # K = 0: the pointer kernel's loop never reads A or B
     c_aligned = (N * a.element_size()) % 16 == 0  # C is allocated contiguous: row stride N
     if tma_store and not (persistent and c_aligned):
