@@ -12,6 +12,10 @@ provider the harness
    back-to-back calls (`time_graph`, like `triton.testing.do_bench_cudagraph`);
 3. keeps every raw sample in the record, with the launches it made and their knobs.
 
+The providers of one problem are timed together, in rounds (`time_interleaved`): one sample of
+each per round, so a provider measured last does not meet a hotter, power-capped GPU than the
+one measured first, and the ratios compare like with like.
+
 Two timing modes are two experiments: one results file each. Nothing here imports matplotlib
 or numpy; torch only inside functions, so `python -m benchmarks report` works without a GPU.
 """
@@ -200,71 +204,135 @@ def _one_call_ms(fn) -> float:
     return max(start.elapsed_time(end) / 3, 1e-3)
 
 
-def time_events(fn, plan: Plan, flush) -> dict:
+class EventTimer:
     """CUDA events around each call, the L2 flushed (a write of `flush`) before each sample.
 
     The start and end events of every sample are recorded first and read after one final
-    synchronize, so no host sync sits between the flush and the call being timed.
+    synchronize (in `result`), so no host sync sits between the flush and the call being timed.
     """
-    import torch
 
-    estimate = _one_call_ms(fn)
-    warmup = max(1, min(1000, math.ceil(plan.warmup_ms / estimate)))
-    for _ in range(warmup):
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
-    torch.cuda.synchronize()
-    for start, end in zip(starts, ends, strict=True):
-        flush.zero_()
+    def __init__(self, fn, plan: Plan, flush):
+        self.fn, self.plan, self.flush = fn, plan, flush
+        self.events: list = []
+        self.warmup = 0
+
+    def prepare(self) -> None:
+        estimate = _one_call_ms(self.fn)
+        self.warmup = max(1, min(1000, math.ceil(self.plan.warmup_ms / estimate)))
+        for _ in range(self.warmup):
+            self.fn()
+
+    def sample(self) -> None:
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.flush.zero_()
         start.record()
-        fn()
+        self.fn()
         end.record()
-    torch.cuda.synchronize()
-    samples = [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
-    return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": 1,
-            "warmup_calls": warmup, "l2_flush_bytes": flush.numel() * flush.element_size()}
+        self.events.append((start, end))
+
+    def result(self) -> dict:
+        """After a torch.cuda.synchronize()."""
+        samples = [start.elapsed_time(end) for start, end in self.events]
+        return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": 1,
+                "warmup_calls": self.warmup,
+                "l2_flush_bytes": self.flush.numel() * self.flush.element_size()}
+
+    def close(self) -> None:
+        pass
 
 
-def time_graph(fn, plan: Plan) -> dict:
+class GraphTimer:
     """Capture `calls` back-to-back calls in one CUDA graph, replay it, time each replay.
 
     A sample is one replay's time divided by its number of calls: launch overhead is gone and
     the L2 is NOT flushed between calls (as in triton.testing.do_bench_cudagraph), so inputs
     smaller than the L2 (60 MiB) may be served partly from it. That is what this mode measures.
     """
+
+    def __init__(self, fn, plan: Plan):
+        self.fn, self.plan = fn, plan
+        self.graph = None
+        self.events: list = []
+        self.calls = self.warmup = 0
+
+    def prepare(self) -> None:
+        import torch
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up (compile, autotune) outside the capture
+            for _ in range(3):
+                self.fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        estimate = _one_call_ms(self.fn)
+        self.calls = max(1, min(200, round(self.plan.graph_ms / estimate)))
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            for _ in range(self.calls):
+                self.fn()
+        self.warmup = max(1, min(200, math.ceil(self.plan.warmup_ms / (estimate * self.calls))))
+        for _ in range(self.warmup):
+            self.graph.replay()
+
+    def sample(self) -> None:
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        self.graph.replay()
+        end.record()
+        self.events.append((start, end))
+
+    def result(self) -> dict:
+        """After a torch.cuda.synchronize()."""
+        samples = [start.elapsed_time(end) / self.calls for start, end in self.events]
+        return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": self.calls,
+                "warmup_calls": self.warmup * self.calls, "l2_flush_bytes": 0}
+
+    def close(self) -> None:
+        if self.graph is not None:
+            self.graph.reset()
+            self.graph = None
+
+
+def time_interleaved(timers: list, samples: int) -> None:
+    """Take `samples` samples from each prepared timer, in rounds: one sample of every timer per
+    round, the order rotated by one each round.
+
+    Timing each provider in turn would give the first one a cool GPU and the last one a hot,
+    power-capped one (on the H200 the same 4096^3 GEMM drifted from 186 to 204 us within a
+    minute: diagnostics/probe-gemm-tiles-*); in rounds, every provider sees the same clocks.
+    """
     import torch
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm up (compile, autotune) outside the capture
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
+    n = len(timers)
+    torch.cuda.synchronize()  # the warm-up calls finish before the first sample
+    for round_ in range(samples):
+        for k in range(n):
+            timers[(round_ + k) % n].sample()
     torch.cuda.synchronize()
-    estimate = _one_call_ms(fn)
-    calls = max(1, min(200, round(plan.graph_ms / estimate)))
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+
+
+def time_events(fn, plan: Plan, flush) -> dict:
+    """One function alone with an EventTimer (diagnostic scripts)."""
+    timer = EventTimer(fn, plan, flush)
+    timer.prepare()
+    time_interleaved([timer], plan.samples)
+    return timer.result()
+
+
+def time_graph(fn, plan: Plan) -> dict:
+    """One function alone with a GraphTimer (diagnostic scripts)."""
+    timer = GraphTimer(fn, plan)
     try:
-        warmup = max(1, min(200, math.ceil(plan.warmup_ms / (estimate * calls))))
-        for _ in range(warmup):
-            graph.replay()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(plan.samples)]
-        torch.cuda.synchronize()
-        for start, end in zip(starts, ends, strict=True):
-            start.record()
-            graph.replay()
-            end.record()
-        torch.cuda.synchronize()
-        samples = [start.elapsed_time(end) / calls for start, end in zip(starts, ends, strict=True)]
+        timer.prepare()
+        time_interleaved([timer], plan.samples)
+        return timer.result()
     finally:
-        graph.reset()
-    return {"samples_ms": [round(s, 6) for s in samples], "calls_per_sample": calls,
-            "warmup_calls": warmup * calls, "l2_flush_bytes": 0}
+        timer.close()
 
 
 def measure_ceiling(mode: str, plan: Plan, flush) -> dict:
@@ -396,6 +464,7 @@ def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan |
         return records
     base["inputs"] = describe_inputs(inputs)
     expected_default = None
+    timed = []  # (provider, record, prepared timer) of the providers that passed the gate
     for provider in problem.providers:
         record = dict(base, **provider_fields(provider))
         records.append(record)
@@ -429,18 +498,42 @@ def run_problem(problem: Problem, *, device: str, mode: str | None, plan: Plan |
                 record.update(status="ok")
             else:
                 fn = _bind(provider.fn, inputs)
-                timed = time_events(fn, plan, flush) if mode == "events" else time_graph(fn, plan)
-                record.update(status="ok", mode=mode, **timed)
+                timer = EventTimer(fn, plan, flush) if mode == "events" else GraphTimer(fn, plan)
+                try:
+                    timer.prepare()
+                except BaseException:
+                    timer.close()
+                    raise
+                timed.append((provider, record, timer))
+                continue  # reported once timed, with the others
         except Exception as exc:  # noqa: BLE001 - a provider may fail in any way; keep going
             record.update(status="error", message=f"{type(exc).__name__}: {_short(exc)}")
             _settle(device)
-        if provider.state:
-            record["state"] = dict(provider.state)
-        if report:
-            report(record)
-    del inputs, expected_default
+        _finish(record, provider, report)
+    # Every provider that passed its gate is timed in the same rounds (time_interleaved).
+    try:
+        if timed:
+            time_interleaved([timer for _, _, timer in timed], plan.samples)
+        for _, record, timer in timed:
+            record.update(status="ok", mode=mode, **timer.result())
+    except Exception as exc:  # noqa: BLE001
+        for _, record, _ in timed:
+            record.update(status="error", message=f"timing: {type(exc).__name__}: {_short(exc)}")
+        _settle(device)
+    finally:
+        for provider, record, timer in timed:
+            timer.close()
+            _finish(record, provider, report)
+    del inputs, expected_default, timed
     _settle(device)
     return records
+
+
+def _finish(record: dict, provider: Provider, report) -> None:
+    if provider.state:
+        record["state"] = dict(provider.state)
+    if report:
+        report(record)
 
 
 def _settle(device: str) -> None:

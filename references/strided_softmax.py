@@ -282,16 +282,16 @@ def softmax_across_partial_kernel(
     pid = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     n_splits = tl.num_programs(1)
-    i = (pid * BLOCK_I + tl.arange(0, BLOCK_I))[None, :]  # (1, BLOCK_I)
+    rows = pid * BLOCK_I + tl.arange(0, BLOCK_I)  # (BLOCK_I,) the rows of this strip
+    i = rows[None, :]  # (1, BLOCK_I)
     i_ok = i < n_i
     r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
     r_begin = split.to(tl.int64) * rows_per_split
     m, s = _across_stats(x_ptr, i, i_ok, r0, r_begin, r_begin + rows_per_split, n_r,
                          stride_xi, stride_xr, BLOCK_I, BLOCK_R)
-    slot = split * n_i + pid * BLOCK_I + tl.arange(0, BLOCK_I)  # (BLOCK_I,)
-    row_ok = pid * BLOCK_I + tl.arange(0, BLOCK_I) < n_i
-    tl.store(stats_ptr + slot, m, mask=row_ok)
-    tl.store(stats_ptr + n_splits * n_i + slot, s, mask=row_ok)
+    slot = split * n_i + rows  # (BLOCK_I,) this slice's entry of each row
+    tl.store(stats_ptr + slot, m, mask=rows < n_i)
+    tl.store(stats_ptr + n_splits * n_i + slot, s, mask=rows < n_i)
 
 
 @triton.jit

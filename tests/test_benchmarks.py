@@ -234,6 +234,20 @@ def test_graph_timer_divides_each_replay_by_its_calls(fake_cuda):
     assert 1 <= timed["calls_per_sample"] <= 200 and timed["l2_flush_bytes"] == 0
 
 
+def test_interleaved_timing_takes_rounds_with_a_rotating_order(fake_cuda):
+    order = []
+
+    class Timer:
+        def __init__(self, name):
+            self.name = name
+
+        def sample(self):
+            order.append(self.name)
+
+    harness.time_interleaved([Timer("a"), Timer("b"), Timer("c")], samples=4)
+    assert order == list("abc" "bca" "cab" "abc")  # every round one sample of each
+
+
 # ---------------------------------------------------------------------------------------------
 # Results files
 # ---------------------------------------------------------------------------------------------

@@ -70,8 +70,7 @@ def main() -> int:
 
     import torch
 
-    from references import fused_gemm, softmax_backward, split_softmax, streaming_attention
-    from references import strided_softmax
+    from references import fused_gemm, softmax_backward, split_softmax, streaming_attention, strided_softmax
 
     dev = "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
