@@ -71,10 +71,6 @@ PREFER_PERSISTENT = True
 # In the persistent kernel, `tma_store=None` stores C through a TMA descriptor (when C's rows are
 # 16-byte aligned) if this is True, with masked pointer stores if False.
 PREFER_TMA_STORE = True
-# Experimental: the persistent kernel's tile loop with Triton's automatic warp specialization
-# (`tl.range(..., warp_specialize=True)`: producer warps issue the TMA loads, consumer warps the
-# matrix multiplies). On Hopper it needs flatten=False. Off unless a measurement says otherwise.
-PERSISTENT_WARP_SPECIALIZE = False
 
 # Candidate launch configurations for a benchmark sweep (each usable as **kwargs). All fit the
 # register rule above. Shared memory per stage is (block_m + block_n) * block_k * 2 bytes and a
@@ -206,8 +202,6 @@ def gemm_bias_relu_persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr,  # the grid size (one program per SM); the tile loop's stride
-    FLATTEN: tl.constexpr,  # software-pipeline across the tile loop (see the comment below)
-    WARP_SPECIALIZE: tl.constexpr,  # PERSISTENT_WARP_SPECIALIZE
 ):
     # TMA descriptors: the copy engine fetches whole (BLOCK, BLOCK) boxes into shared memory and
     # fills every element outside `shape` with 0, so the M, N and K tails need no masks here.
@@ -239,8 +233,7 @@ def gemm_bias_relu_persistent_kernel(
     # math independent of the next tile's loads so the compiler can overlap them
     # (flatten=True pipelines across the tile loop, as Triton's persistent-matmul tutorial does).
     tile_id_c = tl.program_id(0) - NUM_PROGRAMS
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=FLATTEN,
-                            warp_specialize=WARP_SPECIALIZE):
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=True):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -547,9 +540,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         gemm_bias_relu_persistent_kernel[(programs,)](
             a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
             c.stride(0), c.stride(1), A_MAJOR_M=layouts[0] == "col",
-            B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs,
-            FLATTEN=not PERSISTENT_WARP_SPECIALIZE, WARP_SPECIALIZE=PERSISTENT_WARP_SPECIALIZE,
-            **common)
+            B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs, **common)
     else:
         grid = (cdiv(M, bm) * cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](

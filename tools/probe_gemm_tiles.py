@@ -9,12 +9,6 @@ not, next to torch.mm and the same-contract torch baseline (graph timing, the be
 harness's timer). For 4096^3 it times the default against 4 pipeline stages, alternating
 A, B, A, B so that clock drift shows. Each output is compared with torch.mm's first.
 Prints one line per variant; benchmarks/results/diagnostics/ keeps its output.
-
-    python3 tools/probe_gemm_tiles.py --warp-specialize
-
-instead times the persistent kernel with and without Triton's automatic warp specialization
-(`PERSISTENT_WARP_SPECIALIZE`) at 4096^3 and 8192^3, every variant and torch.mm captured first
-and then timed in the same rounds (`harness.time_interleaved`), so clock drift hits all alike.
 """
 
 from __future__ import annotations
@@ -25,58 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def warp_specialize_probe() -> int:
-    import torch
-
-    from benchmarks import harness
-    from references import fused_gemm as fg
-
-    plan = harness.PLANS["sweep"]
-    variants = [("default (flattened tile loop)", False, {})] + [
-        (f"warp-specialized {bm}x{bn}/{w}w/{s}s", True,
-         dict(block_m=bm, block_n=bn, block_k=64, num_warps=w, num_stages=s))
-        for bm, bn, w, s in ((128, 256, 8, 3), (128, 256, 8, 4), (128, 128, 4, 4),
-                             (128, 128, 8, 4), (256, 128, 8, 3))]
-    for size in (4096, 8192):
-        for dtype in (torch.float16, torch.bfloat16):
-            g = torch.Generator(device="cuda").manual_seed(size)
-            a = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
-            b = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
-            bias = torch.randn(size, device="cuda", dtype=torch.float32, generator=g)
-            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
-            timers, labels = [harness.GraphTimer(lambda: torch.mm(a, b), plan)], ["torch.mm"]
-            timers[0].prepare()
-            for label, ws, knobs in variants:
-                fg.PERSISTENT_WARP_SPECIALIZE = ws
-                try:
-                    def ours(knobs=knobs):
-                        return fg.gemm_bias_relu(a, b, bias, **knobs)
-
-                    got = ours().float()
-                    err = ((got - expected).abs() / (expected.abs() + 1)).max().item()
-                    timer = harness.GraphTimer(ours, plan)
-                    timer.prepare()
-                    timers.append(timer)
-                    labels.append(f"{label} rel.err {err:.1e}")
-                except Exception as exc:  # noqa: BLE001 - a variant may not compile: report it
-                    print(f"   {label}: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
-                finally:
-                    fg.PERSISTENT_WARP_SPECIALIZE = False
-            harness.time_interleaved(timers, plan.samples)
-            medians = [harness.summarize(t.result()["samples_ms"])["median"] * 1e3
-                       for t in timers]
-            for t in timers:
-                t.close()
-            print(f"\n{size}^3 {str(dtype)[6:]} (graph timing, interleaved rounds)", flush=True)
-            for label, us in zip(labels, medians, strict=True):
-                print(f"   {us:8.1f} us {2 * size ** 3 / us / 1e6:5.0f} TFLOP/s  "
-                      f"{medians[0] / us:5.3f}x mm  {label}", flush=True)
-    return 0
-
-
 def main() -> int:
-    if "--warp-specialize" in sys.argv:
-        return warp_specialize_probe()
     import torch
 
     from benchmarks import harness
