@@ -9,6 +9,13 @@ not, next to torch.mm and the same-contract torch baseline (graph timing, the be
 harness's timer). For 4096^3 it times the default against 4 pipeline stages, alternating
 A, B, A, B so that clock drift shows. Each output is compared with torch.mm's first.
 Prints one line per variant; benchmarks/results/diagnostics/ keeps its output.
+
+    python3 tools/probe_gemm_tiles.py --large
+
+instead times launch knobs around the default at 4096^3 and 8192^3 (group_m, stages, block_k,
+tile shape, the pointer kernel, pointer stores), torch.mm and the same-contract baseline, all
+captured first and then timed in the same rounds (`harness.time_interleaved`), so clock drift
+hits every variant alike.
 """
 
 from __future__ import annotations
@@ -19,7 +26,57 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+def large_probe() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import fused_gemm as fg
+
+    plan = harness.PLANS["sweep"]
+    base = dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=3)
+    variants = [{}] + [dict(base, **change) for change in (
+        dict(group_m=4), dict(group_m=16), dict(group_m=32), dict(num_stages=4),
+        dict(block_k=128, num_stages=2), dict(block_m=256, block_n=128),
+        dict(tma_store=False), dict(persistent=False))]
+    for size in (4096, 8192):
+        for dtype in (torch.float16, torch.bfloat16):
+            g = torch.Generator(device="cuda").manual_seed(size)
+            a = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
+            b = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
+            bias = torch.randn(size, device="cuda", dtype=torch.float32, generator=g)
+            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
+            calls = {"torch.mm": lambda: torch.mm(a, b),
+                     "same-contract": lambda: torch.mm(a, b, out_dtype=torch.float32)
+                     .add_(bias).relu_().to(dtype)}
+            for knobs in variants:
+                def ours(knobs=knobs):
+                    return fg.gemm_bias_relu(a, b, bias, **knobs)
+
+                try:
+                    err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
+                except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory: report it
+                    print(f"   {knobs}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                    continue
+                calls[f"{knobs or 'default'} rel.err {err:.1e}"] = ours
+            timers = []
+            for fn in calls.values():
+                timers.append(harness.GraphTimer(fn, plan))
+                timers[-1].prepare()
+            harness.time_interleaved(timers, plan.samples)
+            medians = [harness.summarize(t.result()["samples_ms"])["median"] * 1e3 for t in timers]
+            for t in timers:
+                t.close()
+            print(f"\n{size}^3 {str(dtype)[6:]} (graph timing, interleaved rounds)", flush=True)
+            for label, us in zip(calls, medians, strict=True):
+                print(f"   {us:8.1f} us {2 * size ** 3 / us / 1e6:5.0f} TFLOP/s  "
+                      f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}",
+                      flush=True)
+    return 0
+
+
 def main() -> int:
+    if "--large" in sys.argv:
+        return large_probe()
     import torch
 
     from benchmarks import harness
