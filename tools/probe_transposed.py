@@ -11,6 +11,12 @@ graph mode (the benchmark harness's timer):
 - path B's split stage 1 and stage 2 alone, and the whole softmax, for several strip widths.
 Prints one line per variant with its time and fraction of the copy ceiling. A diagnostic, not
 evidence: benchmarks/results/diagnostics/ keeps its output.
+
+    python3 tools/probe_transposed.py --stages
+
+instead times the default split plan's two kernels one at a time (stage 1 alone, stage 2 alone
+on stage 1's statistics) next to the whole call and a bare read over the same grid, in
+interleaved rounds.
 """
 
 from __future__ import annotations
@@ -50,7 +56,81 @@ def strided_sum_kernel(x_ptr, out_ptr, n_i, n_r, stride_xi, stride_xr,
     tl.store(out_ptr + cols, acc, mask=cols < n_i)
 
 
+@triton.jit
+def split_sum_kernel(x_ptr, out_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_split,
+                     BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
+    """The reads of split stage 1 (same grid, same chunks) with a plain sum instead of (max, sum)."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_I + tl.arange(0, BLOCK_I)
+    i = rows[None, :]
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_begin = tl.program_id(1).to(tl.int64) * rows_per_split
+    acc = tl.zeros([BLOCK_I], tl.float32)
+    for start in range(r_begin, r_begin + rows_per_split, BLOCK_R):
+        r = start + r0
+        x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=(i < n_i) & (r < n_r), other=0.0)
+        acc += tl.sum(x.to(tl.float32), axis=0)
+    tl.store(out_ptr + tl.program_id(1) * n_i + rows, acc, mask=rows < n_i)
+
+
+def stages() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+    for n_i, n_r in ((2048, 32768), (8192, 8192), (16384, 4096)):
+        x = torch.randn(n_r, n_i, device="cuda", dtype=torch.float16).t()
+        for knobs in ({}, dict(block_r=128, block_i=64, splits=8, num_warps=4)):
+            p = ss.plan(x, **knobs)
+            if p.splits == 1:
+                continue
+            grid = (p.grid, p.splits)
+            stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
+            out = torch.empty(x.shape, dtype=x.dtype, device="cuda")
+            common = dict(BLOCK_I=p.block_i, BLOCK_R=p.block_r, num_warps=p.num_warps)
+
+            def stage1():
+                ss.softmax_across_partial_kernel[grid](
+                    x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split, **common)
+
+            def stage2():
+                ss.softmax_across_normalize_kernel[grid](
+                    x, out, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.stride_oi,
+                    p.stride_or, p.rows_per_split, SPLITS=triton.next_power_of_2(p.splits),
+                    **common)
+
+            def bare_read():
+                split_sum_kernel[grid](x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr,
+                                       p.rows_per_split, **common)
+
+            contiguous = torch.empty(n_r, n_i, device="cuda", dtype=torch.float16)
+            calls = {"copy (2 transfers)": lambda: contiguous.clone(),
+                     "whole softmax": lambda knobs=knobs: ss.softmax(x, **knobs),
+                     "stage 1 alone": stage1, "stage 2 alone": stage2,
+                     "bare read, stage 1's grid": bare_read}
+            stage1()
+            torch.cuda.synchronize()
+            timers = []
+            for fn in calls.values():
+                timers.append(harness.GraphTimer(fn, plan))
+                timers[-1].prepare()
+            harness.time_interleaved(timers, plan.samples)
+            medians = [harness.summarize(t.result()["samples_ms"])["median"] * 1e3 for t in timers]
+            for t in timers:
+                t.close()
+            print(f"\n{n_i} x {n_r} float16 transposed, plan {p.block_r}x{p.block_i} "
+                  f"splits={p.splits} {p.num_warps}w (grid {grid})", flush=True)
+            one = medians[0] / 2  # one transfer at the copy's speed
+            for label, us in zip(calls, medians, strict=True):
+                print(f"   {label:<28} {us:8.1f} us  = {us / one:4.2f} transfers at copy speed",
+                      flush=True)
+    return 0
+
+
 def main() -> int:
+    if "--stages" in sys.argv:
+        return stages()
     import torch
 
     from benchmarks import harness
