@@ -72,6 +72,36 @@ def split_sum_kernel(x_ptr, out_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_sp
     tl.store(out_ptr + tl.program_id(1) * n_i + rows, acc, mask=rows < n_i)
 
 
+@triton.jit
+def split_stats_lanewise_kernel(x_ptr, stats_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_split,
+                                BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
+    """Stage 1 with a running (max, sum) per tile *element*, merged across the tile once at the
+    end, and one exp per element: exp(-|x - m|) is the factor that rescales whichever of the
+    old sum and the new term has the smaller exponent."""
+    log2e: tl.constexpr = 1.4426950408889634
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_I + tl.arange(0, BLOCK_I)
+    i = rows[None, :]
+    i_ok = i < n_i
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_begin = tl.program_id(1).to(tl.int64) * rows_per_split
+    m = tl.full([BLOCK_R, BLOCK_I], -float("inf"), tl.float32)
+    s = tl.zeros([BLOCK_R, BLOCK_I], tl.float32)
+    for start in range(r_begin, r_begin + rows_per_split, BLOCK_R):
+        r = start + r0
+        x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=i_ok & (r < n_r),
+                    other=-float("inf")).to(tl.float32)
+        d = tl.where(x == -float("inf"), -float("inf"), x - m)  # no -inf - (-inf)
+        e = tl.exp2(-tl.abs(d) * log2e)
+        s = tl.where(d > 0, s * e + 1.0, s + e)
+        m = tl.maximum(m, x)
+    big_m = tl.max(m, axis=0)
+    shift = tl.where(big_m == -float("inf"), 0.0, big_m)
+    big_s = tl.sum(s * tl.exp2((m - shift[None, :]) * log2e), axis=0)
+    slot = tl.program_id(1) * n_i + rows
+    tl.store(stats_ptr + slot, big_m, mask=rows < n_i)
+    tl.store(stats_ptr + tl.num_programs(1) * n_i + slot, big_s, mask=rows < n_i)
+
+
 def stages() -> int:
     import torch
 
@@ -104,11 +134,28 @@ def stages() -> int:
                 split_sum_kernel[grid](x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr,
                                        p.rows_per_split, **common)
 
+            lanewise = {}
+            for chunk in (64, 128):
+                def one_exp(chunk=chunk):
+                    split_stats_lanewise_kernel[grid](
+                        x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split,
+                        BLOCK_I=p.block_i, BLOCK_R=chunk, num_warps=p.num_warps)
+
+                if p.rows_per_split % chunk == 0:
+                    lanewise[f"stage 1 lanewise, chunk {chunk}"] = one_exp
+            # The lane-wise statistics must match stage 1's before they are timed.
+            stage1()
+            reference = stats.clone()
+            for label, fn in lanewise.items():
+                fn()
+                torch.cuda.synchronize()
+                ok = torch.allclose(stats, reference, rtol=1e-5, atol=0)
+                print(f"   {label}: statistics {'match' if ok else 'DIFFER'}", flush=True)
             contiguous = torch.empty(n_r, n_i, device="cuda", dtype=torch.float16)
             calls = {"copy (2 transfers)": lambda: contiguous.clone(),
                      "whole softmax": lambda knobs=knobs: ss.softmax(x, **knobs),
                      "stage 1 alone": stage1, "stage 2 alone": stage2,
-                     "bare read, stage 1's grid": bare_read}
+                     "bare read, stage 1's grid": bare_read, **lanewise}
             stage1()
             torch.cuda.synchronize()
             timers = []
