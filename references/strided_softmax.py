@@ -235,8 +235,12 @@ def _across_stats_lanewise(x_ptr, i, i_ok, r_begin, r_end, n_r, stride_xi, strid
     is nothing to reduce, and one exponential suffices: for a new value x and a pair (m, s),
         x > m:   m' = x,  s' = s * e^(m - x) + 1
         x <= m:  m' = m,  s' = s + e^(x - m)
-    and both exponents are -|x - m|.
+    and both exponents are -|x - m|. The exponentials are written as 2^(t * log2 e): Triton
+    3.6 turns tl.exp on float32 into a multiply and an `ex2.approx.f32` that keeps subnormal
+    results, tl.exp2 into `ex2.approx.ftz.f32`, and on the H200 this loop ran 66 us with the
+    first and 46 us with the second (2048 x 32768 float16, diagnostics/probe-transposed-*).
     """
+    log2e: tl.constexpr = 1.4426950408889634
     r0 = tl.arange(0, STATS_R).to(tl.int64)[:, None]  # (STATS_R, 1)
     m = tl.full([STATS_R, BLOCK_I], -float("inf"), tl.float32)
     s = tl.zeros([STATS_R, BLOCK_I], tl.float32)
@@ -246,13 +250,13 @@ def _across_stats_lanewise(x_ptr, i, i_ok, r_begin, r_end, n_r, stride_xi, strid
         # A -inf (a tail lane, a masked logit) changes nothing: d = -inf makes e = 0 and keeps
         # m, even while m is still -inf itself, where x - m would be NaN.
         d = tl.where(x == -float("inf"), -float("inf"), x - m)
-        e = tl.exp(-tl.abs(d))
+        e = tl.exp2(-tl.abs(d) * log2e)
         s = tl.where(d > 0, s * e + 1.0, s + e)
         m = tl.maximum(m, x)
     # The merge of section 5's stage 2, over the tile's rows: M = max m, S = sum s e^(m - M).
     m_row = tl.max(m, axis=0)  # (BLOCK_I,)
     shift = tl.where(m_row == -float("inf"), 0.0, m_row)  # a row of only -inf: no NaN
-    return m_row, tl.sum(s * tl.exp(m - shift[None, :]), axis=0)
+    return m_row, tl.sum(s * tl.exp2((m - shift[None, :]) * log2e), axis=0)
 
 
 @triton.jit
