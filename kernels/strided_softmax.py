@@ -78,11 +78,6 @@ _SPLIT_WARPS = 4
 _MAX_SPLITS = 64
 _MIN_SPLIT_ROWS = 512
 _SPLIT_PROGRAMS = 1024
-# Split stage 1 keeps a running (max, sum) per element of a tile of at most _STATS_TILE
-# elements (2048: 16 float32 per thread for each of the two over 4 warps, no spilling);
-# 64 x 32 tiles took stage 1 of 2048 x 32768 float16 from 59 to 46 us on the H200, 128 x 32
-# tiles 48 us (diagnostics/probe-transposed-stages-*).
-_STATS_TILE = 2048
 PATHS = ("A", "B")
 
 # Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
@@ -213,42 +208,6 @@ def _across_stats(x_ptr, i, i_ok, r0, r_begin, r_end, n_r, stride_xi, stride_xr,
 
 
 @triton.jit
-def _across_stats_lanewise(x_ptr, i, i_ok, r_begin, r_end, n_r, stride_xi, stride_xr,
-                           BLOCK_I: tl.constexpr, STATS_R: tl.constexpr):
-    """Split stage 1's statistics: the same (max, sum) per row as _across_stats, computed
-    another way. Every element of a (STATS_R, BLOCK_I) tile keeps its own running pair over
-    the positions it sees; the pairs are merged into one per row once, at the end.
-
-    Folding a chunk into a running pair per row needs two reductions across the tile per
-    chunk (its max, then its sum), which cross warps through shared memory. Per element there
-    is nothing to reduce, and one exponential suffices: for a new value x and a pair (m, s),
-        x > m:   m' = x,  s' = s * e^(m - x) + 1
-        x <= m:  m' = m,  s' = s + e^(x - m)
-    and both exponents are -|x - m|. The exponentials are written as 2^(t * log2 e): Triton
-    3.6 turns tl.exp on float32 into a multiply and an `ex2.approx.f32` that keeps subnormal
-    results, tl.exp2 into `ex2.approx.ftz.f32`, and on the H200 this loop ran 66 us with the
-    first and 46 us with the second (2048 x 32768 float16, diagnostics/probe-transposed-*).
-    """
-    log2e: tl.constexpr = 1.4426950408889634
-    r0 = tl.arange(0, STATS_R).to(tl.int64)[:, None]  # (STATS_R, 1)
-    m = tl.full([STATS_R, BLOCK_I], -float("inf"), tl.float32)
-    s = tl.zeros([STATS_R, BLOCK_I], tl.float32)
-    for start in range(r_begin, r_end, STATS_R):
-        r = start + r0
-        x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)  # (STATS_R, BLOCK_I)
-        # A -inf (a tail lane, a masked logit) changes nothing: d = -inf makes e = 0 and keeps
-        # m, even while m is still -inf itself, where x - m would be NaN.
-        d = tl.where(x == -float("inf"), -float("inf"), x - m)
-        e = tl.exp2(-tl.abs(d) * log2e)
-        s = tl.where(d > 0, s * e + 1.0, s + e)
-        m = tl.maximum(m, x)
-    # The merge of section 5's stage 2, over the tile's rows: M = max m, S = sum s e^(m - M).
-    m_row = tl.max(m, axis=0)  # (BLOCK_I,)
-    shift = tl.where(m_row == -float("inf"), 0.0, m_row)  # a row of only -inf: no NaN
-    return m_row, tl.sum(s * tl.exp2((m - shift[None, :]) * log2e), axis=0)
-
-
-@triton.jit
 def _across_normalize(x_ptr, out_ptr, i, i_ok, r0, r_begin, r_end, n_r, m, s,
                       stride_xi, stride_xr, stride_oi, stride_or, BLOCK_R: tl.constexpr):
     """Path B, second pass: read positions [r_begin, r_end) again, normalise each row with its
@@ -302,9 +261,8 @@ def softmax_across_kernel(
 def softmax_across_partial_kernel(
     x_ptr, stats_ptr,  # input; float32 workspace (2, n_splits, n_i): slice maxima, then sums
     n_i, n_r, stride_xi, stride_xr,  # as in softmax_across_kernel
-    rows_per_split,  # positions of the reduction per slice (a multiple of STATS_R)
-    BLOCK_I: tl.constexpr,
-    STATS_R: tl.constexpr,  # positions per step of the lane-wise statistics (divides BLOCK_R)
+    rows_per_split,  # positions of the reduction per slice (a multiple of BLOCK_R)
+    BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr,
 ):
     """Path B split, stage 1: program (strip, slice) writes the (max, sum) of its slice of
     each of its BLOCK_I rows."""
@@ -314,9 +272,10 @@ def softmax_across_partial_kernel(
     rows = pid * BLOCK_I + tl.arange(0, BLOCK_I)  # (BLOCK_I,) the rows of this strip
     i = rows[None, :]  # (1, BLOCK_I)
     i_ok = i < n_i
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
     r_begin = split.to(tl.int64) * rows_per_split
-    m, s = _across_stats_lanewise(x_ptr, i, i_ok, r_begin, r_begin + rows_per_split, n_r,
-                                  stride_xi, stride_xr, BLOCK_I, STATS_R)
+    m, s = _across_stats(x_ptr, i, i_ok, r0, r_begin, r_begin + rows_per_split, n_r,
+                         stride_xi, stride_xr, BLOCK_I, BLOCK_R)
     slot = split * n_i + rows  # (BLOCK_I,) this slice's entry of each row
     tl.store(stats_ptr + slot, m, mask=rows < n_i)
     tl.store(stats_ptr + n_splits * n_i + slot, s, mask=rows < n_i)
@@ -528,8 +487,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
         grid = (p.grid, p.splits)
         softmax_across_partial_kernel[grid](
             x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split,
-            BLOCK_I=p.block_i, STATS_R=min(p.block_r, max(_STATS_TILE // p.block_i, 2)),
-            num_warps=p.num_warps, **stages)
+            BLOCK_I=p.block_i, BLOCK_R=p.block_r, num_warps=p.num_warps, **stages)
         softmax_across_normalize_kernel[grid](
             x, out, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.stride_oi, p.stride_or,
             p.rows_per_split, BLOCK_I=p.block_i, BLOCK_R=p.block_r,

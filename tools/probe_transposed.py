@@ -122,9 +122,7 @@ def stages() -> int:
 
             def stage1():
                 ss.softmax_across_partial_kernel[grid](
-                    x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split,
-                    BLOCK_I=p.block_i, STATS_R=min(p.block_r, max(2048 // p.block_i, 2)),
-                    num_warps=p.num_warps)
+                    x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split, **common)
 
             def stage2():
                 ss.softmax_across_normalize_kernel[grid](
