@@ -17,6 +17,11 @@ evidence: benchmarks/results/diagnostics/ keeps its output.
 instead times the default split plan's two kernels one at a time (stage 1 alone, stage 2 alone
 on stage 1's statistics) next to the whole call and a bare read over the same grid, in
 interleaved rounds.
+
+    python3 tools/probe_transposed.py --bisect
+
+times the current stage 1 against the lane-wise variant with and without the two differences
+of the version once tried in the reference (dead rows loaded as 0, tl.exp instead of tl.exp2).
 """
 
 from __future__ import annotations
@@ -102,6 +107,75 @@ def split_stats_lanewise_kernel(x_ptr, stats_ptr, n_i, n_r, stride_xi, stride_xr
     tl.store(stats_ptr + tl.num_programs(1) * n_i + slot, big_s, mask=rows < n_i)
 
 
+@triton.jit
+def lanewise_variant_kernel(x_ptr, stats_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_split,
+                            BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr,
+                            DEAD_ROWS_ZERO: tl.constexpr, NATURAL_EXP: tl.constexpr):
+    """split_stats_lanewise_kernel with the two differences of the version that was tried in
+    the reference: dead rows loaded as 0 (what _load_x does) and tl.exp instead of tl.exp2."""
+    log2e: tl.constexpr = 1.4426950408889634
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_I + tl.arange(0, BLOCK_I)
+    i = rows[None, :]
+    i_ok = i < n_i
+    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_begin = tl.program_id(1).to(tl.int64) * rows_per_split
+    m = tl.full([BLOCK_R, BLOCK_I], -float("inf"), tl.float32)
+    s = tl.zeros([BLOCK_R, BLOCK_I], tl.float32)
+    for start in range(r_begin, r_begin + rows_per_split, BLOCK_R):
+        r = start + r0
+        x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=i_ok & (r < n_r),
+                    other=-float("inf")).to(tl.float32)
+        if DEAD_ROWS_ZERO:
+            x = tl.where(i_ok, x, 0.0)
+        d = tl.where(x == -float("inf"), -float("inf"), x - m)
+        if NATURAL_EXP:
+            e = tl.exp(-tl.abs(d))
+        else:
+            e = tl.exp2(-tl.abs(d) * log2e)
+        s = tl.where(d > 0, s * e + 1.0, s + e)
+        m = tl.maximum(m, x)
+    big_m = tl.max(m, axis=0)
+    shift = tl.where(big_m == -float("inf"), 0.0, big_m)
+    big_s = tl.sum(s * tl.exp2((m - shift[None, :]) * log2e), axis=0)
+    slot = tl.program_id(1) * n_i + rows
+    tl.store(stats_ptr + slot, big_m, mask=rows < n_i)
+    tl.store(stats_ptr + tl.num_programs(1) * n_i + slot, big_s, mask=rows < n_i)
+
+
+def bisect() -> int:
+    """Which difference made the reference's lane-wise stage 1 slower than the stand-alone one?"""
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+    n_i, n_r = 2048, 32768
+    x = torch.randn(n_r, n_i, device="cuda", dtype=torch.float16).t()
+    p = ss.plan(x)
+    grid = (p.grid, p.splits)
+    stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
+    args = (x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split)
+    calls = {"current stage 1": lambda: ss.softmax_across_partial_kernel[grid](
+        *args, BLOCK_I=p.block_i, BLOCK_R=p.block_r, num_warps=p.num_warps)}
+    for dead in (False, True):
+        for natural in (False, True):
+            calls[f"lane-wise, dead rows 0: {dead}, tl.exp: {natural}"] = (
+                lambda dead=dead, natural=natural: lanewise_variant_kernel[grid](
+                    *args, BLOCK_I=p.block_i, BLOCK_R=64, DEAD_ROWS_ZERO=dead,
+                    NATURAL_EXP=natural, num_warps=p.num_warps))
+    timers = []
+    for fn in calls.values():
+        timers.append(harness.GraphTimer(fn, plan))
+        timers[-1].prepare()
+    harness.time_interleaved(timers, plan.samples)
+    for label, t in zip(calls, timers, strict=True):
+        print(f"   {label:<44} {harness.summarize(t.result()['samples_ms'])['median'] * 1e3:7.1f} us",
+              flush=True)
+        t.close()
+    return 0
+
+
 def stages() -> int:
     import torch
 
@@ -178,6 +252,8 @@ def stages() -> int:
 def main() -> int:
     if "--stages" in sys.argv:
         return stages()
+    if "--bisect" in sys.argv:
+        return bisect()
     import torch
 
     from benchmarks import harness
