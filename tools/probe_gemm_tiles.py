@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tools._timing import graph_medians_us  # noqa: E402
+
 
 def large_probe() -> int:
     import torch
@@ -58,14 +60,7 @@ def large_probe() -> int:
                     print(f"   {knobs}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
                     continue
                 calls[f"{knobs or 'default'} rel.err {err:.1e}"] = ours
-            timers = []
-            for fn in calls.values():
-                timers.append(harness.GraphTimer(fn, plan))
-                timers[-1].prepare()
-            harness.time_interleaved(timers, plan.samples)
-            medians = [harness.summarize(t.result()["samples_ms"])["median"] * 1e3 for t in timers]
-            for t in timers:
-                t.close()
+            medians = graph_medians_us(calls.values(), plan)
             print(f"\n{size}^3 {str(dtype)[6:]} (graph timing, interleaved rounds)", flush=True)
             for label, us in zip(calls, medians, strict=True):
                 print(f"   {us:8.1f} us {2 * size ** 3 / us / 1e6:5.0f} TFLOP/s  "
@@ -85,7 +80,7 @@ def main() -> int:
     plan = harness.PLANS["sweep"]
 
     def time(fn) -> float:
-        return harness.summarize(harness.time_graph(fn, plan)["samples_ms"])["median"] * 1e3
+        return graph_medians_us([fn], plan)[0]
 
     tiles = [dict(block_m=bm, block_n=bn, block_k=64, group_m=8, num_warps=w, num_stages=s)
              for bm, bn, w, s in ((64, 128, 4, 4), (64, 128, 4, 3), (128, 64, 4, 4),

@@ -34,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from tools._timing import graph_medians_us  # noqa: E402
+
 
 @triton.jit
 def transposing_copy_kernel(x_ptr, out_ptr, n_i, n_r, stride_xi, stride_xr, stride_or,
@@ -78,40 +80,14 @@ def split_sum_kernel(x_ptr, out_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_sp
 
 
 @triton.jit
-def split_stats_lanewise_kernel(x_ptr, stats_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_split,
-                                BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
+def lanewise_stats_kernel(x_ptr, stats_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_split,
+                          BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr,
+                          DEAD_ROWS_ZERO: tl.constexpr = False, NATURAL_EXP: tl.constexpr = False):
     """Stage 1 with a running (max, sum) per tile *element*, merged across the tile once at the
     end, and one exp per element: exp(-|x - m|) is the factor that rescales whichever of the
-    old sum and the new term has the smaller exponent."""
-    log2e: tl.constexpr = 1.4426950408889634
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_I + tl.arange(0, BLOCK_I)
-    i = rows[None, :]
-    i_ok = i < n_i
-    r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
-    r_begin = tl.program_id(1).to(tl.int64) * rows_per_split
-    m = tl.full([BLOCK_R, BLOCK_I], -float("inf"), tl.float32)
-    s = tl.zeros([BLOCK_R, BLOCK_I], tl.float32)
-    for start in range(r_begin, r_begin + rows_per_split, BLOCK_R):
-        r = start + r0
-        x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=i_ok & (r < n_r),
-                    other=-float("inf")).to(tl.float32)
-        d = tl.where(x == -float("inf"), -float("inf"), x - m)  # no -inf - (-inf)
-        e = tl.exp2(-tl.abs(d) * log2e)
-        s = tl.where(d > 0, s * e + 1.0, s + e)
-        m = tl.maximum(m, x)
-    big_m = tl.max(m, axis=0)
-    shift = tl.where(big_m == -float("inf"), 0.0, big_m)
-    big_s = tl.sum(s * tl.exp2((m - shift[None, :]) * log2e), axis=0)
-    slot = tl.program_id(1) * n_i + rows
-    tl.store(stats_ptr + slot, big_m, mask=rows < n_i)
-    tl.store(stats_ptr + tl.num_programs(1) * n_i + slot, big_s, mask=rows < n_i)
+    old sum and the new term has the smaller exponent.
 
-
-@triton.jit
-def lanewise_variant_kernel(x_ptr, stats_ptr, n_i, n_r, stride_xi, stride_xr, rows_per_split,
-                            BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr,
-                            DEAD_ROWS_ZERO: tl.constexpr, NATURAL_EXP: tl.constexpr):
-    """split_stats_lanewise_kernel with the two differences of the version that was tried in
+    DEAD_ROWS_ZERO and NATURAL_EXP switch on the two differences of the version once tried in
     the reference: dead rows loaded as 0 (what _load_x does) and tl.exp instead of tl.exp2."""
     log2e: tl.constexpr = 1.4426950408889634
     rows = tl.program_id(0).to(tl.int64) * BLOCK_I + tl.arange(0, BLOCK_I)
@@ -127,7 +103,7 @@ def lanewise_variant_kernel(x_ptr, stats_ptr, n_i, n_r, stride_xi, stride_xr, ro
                     other=-float("inf")).to(tl.float32)
         if DEAD_ROWS_ZERO:
             x = tl.where(i_ok, x, 0.0)
-        d = tl.where(x == -float("inf"), -float("inf"), x - m)
+        d = tl.where(x == -float("inf"), -float("inf"), x - m)  # no -inf - (-inf)
         if NATURAL_EXP:
             e = tl.exp(-tl.abs(d))
         else:
@@ -161,18 +137,19 @@ def bisect() -> int:
     for dead in (False, True):
         for natural in (False, True):
             calls[f"lane-wise, dead rows 0: {dead}, tl.exp: {natural}"] = (
-                lambda dead=dead, natural=natural: lanewise_variant_kernel[grid](
+                lambda dead=dead, natural=natural: lanewise_stats_kernel[grid](
                     *args, BLOCK_I=p.block_i, BLOCK_R=64, DEAD_ROWS_ZERO=dead,
                     NATURAL_EXP=natural, num_warps=p.num_warps))
-    timers = []
-    for fn in calls.values():
-        timers.append(harness.GraphTimer(fn, plan))
-        timers[-1].prepare()
-    harness.time_interleaved(timers, plan.samples)
-    for label, t in zip(calls, timers, strict=True):
-        print(f"   {label:<44} {harness.summarize(t.result()['samples_ms'])['median'] * 1e3:7.1f} us",
-              flush=True)
-        t.close()
+    # Every variant must give stage 1's statistics before it is timed.
+    fns = list(calls.values())
+    fns[0]()
+    reference = stats.clone()
+    for label, fn in list(calls.items())[1:]:
+        fn()
+        ok = torch.allclose(stats, reference, rtol=1e-5, atol=0)
+        print(f"   {label}: statistics {'match' if ok else 'DIFFER'}", flush=True)
+    for label, us in zip(calls, graph_medians_us(fns, plan), strict=True):
+        print(f"   {label:<44} {us:7.1f} us", flush=True)
     return 0
 
 
@@ -211,7 +188,7 @@ def stages() -> int:
             lanewise = {}
             for chunk in (64, 128):
                 def one_exp(chunk=chunk):
-                    split_stats_lanewise_kernel[grid](
+                    lanewise_stats_kernel[grid](
                         x, stats, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.rows_per_split,
                         BLOCK_I=p.block_i, BLOCK_R=chunk, num_warps=p.num_warps)
 
@@ -232,14 +209,7 @@ def stages() -> int:
                      "bare read, stage 1's grid": bare_read, **lanewise}
             stage1()
             torch.cuda.synchronize()
-            timers = []
-            for fn in calls.values():
-                timers.append(harness.GraphTimer(fn, plan))
-                timers[-1].prepare()
-            harness.time_interleaved(timers, plan.samples)
-            medians = [harness.summarize(t.result()["samples_ms"])["median"] * 1e3 for t in timers]
-            for t in timers:
-                t.close()
+            medians = graph_medians_us(calls.values(), plan)
             print(f"\n{n_i} x {n_r} float16 transposed, plan {p.block_r}x{p.block_i} "
                   f"splits={p.splits} {p.num_warps}w (grid {grid})", flush=True)
             one = medians[0] / 2  # one transfer at the copy's speed
@@ -262,7 +232,7 @@ def main() -> int:
     plan = harness.PLANS["sweep"]
 
     def time(fn) -> float:
-        return harness.summarize(harness.time_graph(fn, plan)["samples_ms"])["median"] * 1e3
+        return graph_medians_us([fn], plan)[0]
 
     for n_i, n_r in ((2048, 32768), (8192, 8192), (16384, 4096)):
         # x is (n_i, n_r) with stride (1, n_i): softmax over dim=-1 of a transposed tensor.
