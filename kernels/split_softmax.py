@@ -39,6 +39,11 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from ._gpu import capability, cdiv, device_index, next_power_of_2, sm_count
 from ._validate import check_device, check_power_of_two, check_tensor, interpreting
 
+# exp(x) = 2^(x * log2(e)): Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction
+# ex2 (which flushes results below 2^-126 to zero), tl.exp to a slower ex2 that keeps them;
+# with 16-bit inputs these kernels are short of instructions, not of bandwidth (lesson 1).
+LOG2E = tl.constexpr(1.4426950408889634)
+
 MIN_CHUNK = 4  # tl.arange needs a power of two; 4 lets the lesson run its 2 x 12 example
 MAX_CHUNK = 16384  # one chunk is one tile in registers: 16384 fp32 over 16 warps = 32 per thread
 _DEFAULT_MIN_CHUNK = 1024  # smaller default chunks make programs too short to hide latency

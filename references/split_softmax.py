@@ -39,6 +39,11 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from ._gpu import capability, cdiv, device_index, next_power_of_2, sm_count
 from ._validate import check_device, check_power_of_two, check_tensor, interpreting
 
+# exp(x) = 2^(x * log2(e)): Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction
+# ex2 (which flushes results below 2^-126 to zero), tl.exp to a slower ex2 that keeps them;
+# with 16-bit inputs these kernels are short of instructions, not of bandwidth (lesson 1).
+LOG2E = tl.constexpr(1.4426950408889634)
+
 MIN_CHUNK = 4  # tl.arange needs a power of two; 4 lets the lesson run its 2 x 12 example
 MAX_CHUNK = 16384  # one chunk is one tile in registers: 16384 fp32 over 16 warps = 32 per thread
 _DEFAULT_MIN_CHUNK = 1024  # smaller default chunks make programs too short to hide latency
@@ -87,7 +92,7 @@ def partial_stats_kernel(
     # exp(-inf - (-inf)) is NaN: shift by 0 instead, so the state is the identity (-inf, 0).
     m = tl.max(x, axis=0)
     m_shift = tl.where(m == -float("inf"), 0.0, m)
-    s = tl.sum(tl.exp(x - m_shift), axis=0)
+    s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)
     # END EXERCISE
     tl.store(m_ptr + row * stride_pm + chunk_id * stride_pc, m)
     tl.store(s_ptr + row * stride_pm + chunk_id * stride_pc, s)
@@ -155,7 +160,7 @@ def merge_stats_kernel(
         # EXERCISE merge_stats: add this block's partial denominators to `s_acc`. Each s_c sums
         # exp(x - m_c), so it must be rescaled by exp(m_c - m_row) before it can be added to the
         # others. Padded lanes hold m = -inf, s = 0: they must add exactly 0.
-        s_acc += s * tl.exp(m - m_row)
+        s_acc += s * tl.exp2((m - m_row) * LOG2E)
         # END EXERCISE
     tl.store(m_row_ptr + row, m_row)
     tl.store(s_row_ptr + row, tl.sum(s_acc, axis=0))
@@ -226,7 +231,7 @@ def normalize_kernel(
     # statistics (not this chunk's own maximum: every chunk of a row must use the same m_row and
     # s_row). Divide once per program (1 / s_row) and multiply per element: a multiply is cheaper.
     inv_s = 1.0 / s_row
-    y = tl.exp(x - m_row) * inv_s
+    y = tl.exp2((x - m_row) * LOG2E) * inv_s
     # END EXERCISE
     tl.store(y_ptr + row * stride_ym + cols * stride_yn, y.to(y_ptr.dtype.element_ty), mask=in_row)
 

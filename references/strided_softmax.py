@@ -45,6 +45,13 @@ import triton.language as tl
 from ._gpu import cdiv
 from ._validate import check_device, check_dim, check_int_range, check_power_of_two, check_tensor
 
+# exp(x) = 2^(x * log2(e)). Every exponential below is a tl.exp2 of a product with LOG2E:
+# Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction ex2 (flushing results
+# below 2^-126 to zero, far under any tolerance), but tl.exp to a slower ex2 that keeps them.
+# With 16-bit inputs these kernels run out of instructions before they run out of bandwidth,
+# so each instruction per element counts (lesson 1, section 8).
+LOG2E = tl.constexpr(1.4426950408889634)
+
 _MAX_ONE_BLOCK = 32768  # path A: widest row held in registers (16 warps: 64 fp32 per thread)
 _MAX_TILE = 65536  # most elements one program may hold in one block (block_r * block_i)
 _ROW_TILE = 2048  # path A: narrow rows are packed block_i to a program up to this many elements
@@ -170,8 +177,8 @@ def softmax_along_kernel(
         # overflows), exponentiate, divide by the row sum, and store rounded once to the output
         # dtype at out_rows + r0 * stride_or, masked to real rows and real columns.
         m = tl.max(x, axis=1)  # (BLOCK_I,)
-        numerator = tl.exp(x - m[:, None])
-        y = numerator / tl.sum(numerator, axis=1)[:, None]
+        numerator = tl.exp2((x - m[:, None]) * LOG2E)  # exp(x - m)
+        y = numerator * (1.0 / tl.sum(numerator, axis=1))[:, None]  # one divide per row
         tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
         # END EXERCISE
     else:
@@ -185,14 +192,19 @@ def softmax_along_kernel(
             # A row whose values so far are all -inf (masked logits) still has m_new = -inf:
             # shift by 0 then, so -inf - (-inf) never makes a NaN.
             shift = tl.where(m_new == -float("inf"), 0.0, m_new)
-            s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[:, None]), axis=1)
+            s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[:, None]) * LOG2E),
+                                                          axis=1)
             m = m_new
         # Pass 2: read the row again, normalise with the final statistics, store.
+        # exp(x - m) / s = 2^((x - m) * log2(e) - log2(s)): no division per element. (Not
+        # 2^(x * log2(e) - c) with c folded: m * log2(e) rounded to float32 is off by up to
+        # 5e-4 for logits near 1e4, and so would every output be.)
+        log2_s = tl.log2(s)  # (BLOCK_I,)
         for start in range(0, n_r, BLOCK_R):
             r = start + r0
             r_ok = r < n_r
             x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)
-            y = tl.exp(x - m[:, None]) / s[:, None]
+            y = tl.exp2((x - m[:, None]) * LOG2E - log2_s[:, None])
             tl.store(out_rows + r * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
 
 
@@ -212,7 +224,8 @@ def _across_stats(x_ptr, i, i_ok, r0, r_begin, r_end, n_r, stride_xi, stride_xr,
         # only -inf, m_new is -inf: shift by 0 instead, so -inf - (-inf) never makes a NaN.
         m_new = tl.maximum(m, tl.max(x, axis=0))
         shift = tl.where(m_new == -float("inf"), 0.0, m_new)
-        s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)
+        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),
+                                                      axis=0)
         m = m_new
         # END EXERCISE
     return m, s
@@ -224,13 +237,15 @@ def _across_normalize(x_ptr, out_ptr, i, i_ok, r0, r_begin, r_end, n_r, m, s,
     """Path B, second pass: read positions [r_begin, r_end) again, normalise each row with its
     final (m, s), store."""
     out_rows = out_ptr + i * stride_oi  # (1, BLOCK_I)
+    # exp(x - m) / s = 2^((x - m) * log2(e) - log2(s)): no division per element (see LOG2E).
+    log2_s = tl.log2(s)  # (BLOCK_I,)
     for start in range(r_begin, r_end, BLOCK_R):
         r = start + r0
         r_ok = r < n_r
         x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)
         # EXERCISE softmax: second pass: normalise the chunk with the final (m, s) of each
         # row and store it rounded to the output dtype at out_rows + r * stride_or, masked.
-        y = tl.exp(x - m[None, :]) / s[None, :]
+        y = tl.exp2((x - m[None, :]) * LOG2E - log2_s[None, :])
         tl.store(out_rows + r * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
         # END EXERCISE
 
@@ -259,8 +274,8 @@ def softmax_across_kernel(
         r_ok = r0 < n_r
         x = _load_x(x_ptr, i, r0, stride_xi, stride_xr, i_ok, r_ok)  # (BLOCK_R, BLOCK_I)
         m = tl.max(x, axis=0)  # (BLOCK_I,)
-        numerator = tl.exp(x - m[None, :])
-        y = numerator / tl.sum(numerator, axis=0)[None, :]
+        numerator = tl.exp2((x - m[None, :]) * LOG2E)  # exp(x - m)
+        y = numerator * (1.0 / tl.sum(numerator, axis=0))[None, :]  # one divide per row
         tl.store(out_ptr + i * stride_oi + r0 * stride_or, y.to(out_ptr.dtype.element_ty),
                  mask=i_ok & r_ok)
     else:
@@ -320,7 +335,7 @@ def softmax_across_normalize_kernel(
     s_k = tl.load(stats_ptr + (n_splits + k) * n_i + i, mask=ok, other=0.0)
     m = tl.max(m_k, axis=0)  # (BLOCK_I,)
     shift = tl.where(m == -float("inf"), 0.0, m)  # a row of only -inf: no -inf - (-inf)
-    s = tl.sum(s_k * tl.exp(m_k - shift[None, :]), axis=0)
+    s = tl.sum(s_k * tl.exp2((m_k - shift[None, :]) * LOG2E), axis=0)
     r0 = tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
     r_begin = split.to(tl.int64) * rows_per_split
     _across_normalize(x_ptr, out_ptr, i, i_ok, r0, r_begin, r_begin + rows_per_split, n_r,

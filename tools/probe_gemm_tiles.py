@@ -16,6 +16,13 @@ instead times launch knobs around the default at 4096^3 and 8192^3 (group_m, sta
 tile shape, the pointer kernel, pointer stores), torch.mm and the same-contract baseline, all
 captured first and then timed in the same rounds (`harness.time_interleaved`), so clock drift
 hits every variant alike.
+
+    python3 tools/probe_gemm_tiles.py --waves
+
+asks whether the last, partly filled wave of tiles costs a whole wave: for N = K = 4096 and
+8192 it times the default configuration and torch.mm at M giving 3.76, 3.88 (4096^3) and 4.0
+waves of 128 x 256 tiles on 132 SMs (and 15.0, 15.5, 16.0 at 8192), all in the same rounds.
+If 4.0 waves take as long as 3.88, the idle SMs of the last wave are the loss.
 """
 
 from __future__ import annotations
@@ -69,9 +76,41 @@ def large_probe() -> int:
     return 0
 
 
+def waves_probe() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import fused_gemm as fg
+
+    plan = harness.PLANS["full"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for size, rows in ((4096, (31, 32, 33)), (8192, (62, 64, 66))):
+        for dtype in (torch.float16, torch.bfloat16):
+            calls, labels = [], []
+            for tile_rows in rows:
+                m = tile_rows * 128
+                g = torch.Generator(device="cuda").manual_seed(m)
+                a = torch.randn(m, size, device="cuda", dtype=dtype, generator=g)
+                b = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
+                bias = torch.randn(size, device="cuda", dtype=torch.float32, generator=g)
+                tiles = tile_rows * (size // 256)
+                calls += [lambda a=a, b=b, bias=bias: fg.gemm_bias_relu(a, b, bias),
+                          lambda a=a, b=b: torch.mm(a, b)]
+                labels += [(m, tiles, "ours"), (m, tiles, "torch.mm")]
+            medians = graph_medians_us(calls, plan)
+            print(f"\nN = K = {size}, {str(dtype)[6:]} (graph timing, interleaved rounds)")
+            for (m, tiles, who), us in zip(labels, medians, strict=True):
+                print(f"   M={m:5d}  {tiles:5d} tiles = {tiles / sms:5.2f} waves  {who:8s} "
+                      f"{us:8.1f} us  {2 * m * size * size / us / 1e6:5.0f} TFLOP/s  "
+                      f"{us / tiles * sms:6.2f} us per wave-equivalent", flush=True)
+    return 0
+
+
 def main() -> int:
     if "--large" in sys.argv:
         return large_probe()
+    if "--waves" in sys.argv:
+        return waves_probe()
     import torch
 
     from benchmarks import harness

@@ -2,11 +2,12 @@ from tests.bugs import Bug
 
 BUGS = [
     # merge_stats adds the chunks' sums as they are: each was taken relative to its own max.
-    Bug("merge_without_rescaling", find="s_acc += s * tl.exp(m - m_row)", replace="s_acc += s",
+    Bug("merge_without_rescaling", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += s",
         check="stats.merge", hint="partial denominators not rescaled"),
     # normalize shifts by the chunk's own max, so chunks of one row are scaled differently.
-    Bug("normalize_chunk_local_max", find="y = tl.exp(x - m_row) * inv_s",
-        replace="y = tl.exp(x - tl.max(x, axis=0)) * inv_s",
+    Bug("normalize_chunk_local_max", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
+        replace="y = tl.exp2((x - tl.max(x, axis=0)) * LOG2E) * inv_s",
         check="forward.values", hint="chunk-local max"),
     # The partial statistics mask the chunk grid instead of the row: the last chunk of a
     # ragged row reads past the row (the next row's values, or past the end of x).

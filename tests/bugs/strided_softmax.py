@@ -1,14 +1,14 @@
 from tests.bugs import Bug
 
 # Path B's update of the running sum in its first pass (the line three of these bugs edit).
-_RESCALE = "s = s * tl.exp(m - shift) + tl.sum(tl.exp(x - shift[None, :]), axis=0)"
+_RESCALE = "s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),"
 
 BUGS = [
     # The row's own stride dropped: neighbours along the softmax dimension read as adjacent.
     Bug("stride_n_ignored", find="i * stride_xi + r * stride_xr, mask=",
         replace="i * stride_xi + r, mask=", check="forward.layouts", hint="stride ignored"),
-    Bug("no_max_subtraction", find="numerator = tl.exp(x - m[:, None])",
-        replace="numerator = tl.exp(x)", check="forward.extreme",
+    Bug("no_max_subtraction", find="numerator = tl.exp2((x - m[:, None]) * LOG2E)",
+        replace="numerator = tl.exp2(x * LOG2E)", check="forward.extreme",
         hint="missing max subtraction"),
     # The tail of a row padded with 0, which then adds exp(0 - max) to the row's sum.
     Bug("tail_other_zero", find='other=-float("inf")).to(tl.float32)',
@@ -24,11 +24,12 @@ BUGS = [
         check="forward.layouts", hint="statistics in fp16"),
     # The old sum not rescaled by exp(m - m_new) when the running max grows.
     Bug("running_sum_not_rescaled", find=_RESCALE,
-        replace="s = s + tl.sum(tl.exp(x - shift[None, :]), axis=0)", check="forward.paths",
+        replace="s = s + tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),", check="forward.paths",
         hint="normalizer"),
     # The -inf guard dropped: a row starting with a block of -inf computes -inf - (-inf).
     Bug("running_max_minus_inf_unguarded", find=_RESCALE,
-        replace="s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[None, :]), axis=0)",
+        replace="s = s * tl.exp2((m - m_new) * LOG2E) + "
+                "tl.sum(tl.exp2((x - m_new[None, :]) * LOG2E),",
         check="forward.extreme", hint="running max still -inf"),
     Bug("no_knob_validation", find='check_power_of_two("num_warps", num_warps, 1, 16)',
         replace="pass", check="bad_calls", hint="refuse bad calls"),
