@@ -588,6 +588,56 @@ def persistent_tma(ctx, impl, case):
     _note_upcast(ctx, case.dtype)
 
 
+def _stream_k_cases(device: str) -> list[Case]:
+    # Shapes whose tiles leave a partly filled last wave, so stream_k=True shares those tiles'
+    # K-steps among all programs: the interpreter runs 3 programs over 32 x 32 x 16 blocks
+    # (40 x 40 x 56: 4 tiles, the last one shared by all three programs; 104 x 40 x 136: 8
+    # tiles, the last two shared, runs starting and ending mid-tile); the GPU one program per SM
+    # at the default tiles (on 132 SMs: 48 of 576, 84 of 216, 57 of 585 and 124 of 256 tiles
+    # shared; ragged M, N and K), transposed A included.
+    if device != "cuda":
+        shapes = [((40, 40, 56), "row"), ((104, 40, 136), "row"), ((104, 40, 136), "col")]
+    else:
+        shapes = [((3072, 3072, 1024), "row"), ((3000, 2056, 1016), "col"),
+                  ((1032, 8200, 1000), "row"), ((1024, 8192, 2040), "row")]
+    return [Case(shape=s, a=la, b="row", dtype=d, bias=bias, relu=relu)
+            for i, (s, la) in enumerate(shapes) for d in DTYPES
+            for bias, relu in [_COMBOS[i % 4]]]
+
+
+@register(W, "persistent.stream_k", tier="kernel", uses=("gemm_bias_relu",),
+          cases=_stream_k_cases,
+          doc="stream_k=True: the tiles of a partly filled last wave shared among all programs; "
+              "right, and the same bits on a second call")
+def persistent_stream_k(ctx, impl, case):
+    from checks.core import Unavailable
+
+    torch = ctx.torch
+    if ctx.device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        raise Unavailable("the persistent TMA path needs compute capability 9.0 or newer")
+    if ctx.device == "interpreter":
+        _allow_descriptor_loads_under_bounds_check()
+    m, n, k = case.shape
+    a = _operand(ctx, m, k, case.dtype, case.a)
+    b = _operand(ctx, k, n, case.dtype, case.b)
+    bias = _bias(ctx, n, case.bias, scale=2.0)
+    knobs = dict(persistent=True, stream_k=True)
+    if ctx.device != "cuda":
+        knobs.update(block_m=32, block_n=32, block_k=16)
+    out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
+    _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
+    # The partial sums are added in K order by whichever program arrives last: the bits must
+    # not depend on who that was. A race in the hand-off would show here too.
+    again = _run(ctx, impl, a, b, bias, case.relu, **knobs)
+    if not torch.equal(out, again):
+        n_diff = int((out != again).sum())
+        raise CheckFailed(f"two identical calls with {knobs} differ in {n_diff} of "
+                          f"{out.numel()} elements",
+                          hint="shared tiles depend on arrival order (partials not summed in a "
+                               "fixed order, or read before they were written)")
+    _note_upcast(ctx, case.dtype)
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad calls
 # ---------------------------------------------------------------------------------------------
@@ -640,6 +690,9 @@ def bad_calls(ctx, impl, case):
     e(f, a, b, num_stages=0, mentions=["num_stages"], what="num_stages = 0")
     e(f, a, b, num_stages=9, mentions=["num_stages"], what="num_stages = 9")
     e(f, a, b, persistent="yes", mentions=["persistent"], what="persistent not a bool")
+    e(f, a, b, stream_k=1, mentions=["stream_k"], what="stream_k not a bool")
+    e(f, a, b, persistent=False, stream_k=True, mentions=["stream_k", "persistent"],
+      what="stream_k without the persistent kernel")
     e(f, a, b, stage_unaligned=1, mentions=["stage_unaligned"], what="stage_unaligned not a bool")
     e(f, a, b, tma_store=1, mentions=["tma_store"], what="tma_store not a bool")
     e(f, a, b, persistent=False, tma_store=True, mentions=["tma_store"],

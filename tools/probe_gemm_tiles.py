@@ -23,6 +23,13 @@ asks whether the last, partly filled wave of tiles costs a whole wave: for N = K
 8192 it times the default configuration and torch.mm at M giving 3.76, 3.88 (4096^3) and 4.0
 waves of 128 x 256 tiles on 132 SMs (and 15.0, 15.5, 16.0 at 8192), all in the same rounds.
 If 4.0 waves take as long as 3.88, the idle SMs of the last wave are the loss.
+
+    python3 tools/probe_gemm_tiles.py --stream-k
+
+times the default configuration with Stream-K (the tiles of a partly filled last wave shared
+among all programs) against the same without it (`stream_k=False`), torch.mm and the
+same-contract baseline, on the benchmark's shapes, in the same rounds; each output is first
+compared with a float32 reference.
 """
 
 from __future__ import annotations
@@ -106,7 +113,44 @@ def waves_probe() -> int:
     return 0
 
 
+def stream_k_probe() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import fused_gemm as fg
+
+    plan = harness.PLANS["full"]
+    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 1024, 4096), (8192, 8192, 1024),
+              (2048, 2048, 2048), (4095, 4097, 4093)]
+    for m, n, k in shapes:
+        for dtype in (torch.float16, torch.bfloat16):
+            g = torch.Generator(device="cuda").manual_seed(m + n + k)
+            a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+            b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
+            bias = torch.randn(n, device="cuda", dtype=torch.float32, generator=g)
+            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
+            calls = {"torch.mm": lambda: torch.mm(a, b),
+                     "same-contract": lambda: torch.mm(a, b, out_dtype=torch.float32)
+                     .add_(bias).relu_().to(dtype)}
+            for sk in (False, None):
+                def ours(sk=sk):
+                    return fg.gemm_bias_relu(a, b, bias, stream_k=sk)
+
+                err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
+                calls[f"stream_k={sk} rel.err {err:.1e}"] = ours
+            medians = graph_medians_us(calls.values(), plan)
+            print(f"\n{m}x{n}x{k} {str(dtype)[6:]} (graph timing, interleaved rounds)",
+                  flush=True)
+            for label, us in zip(calls, medians, strict=True):
+                print(f"   {us:8.1f} us {2 * m * n * k / us / 1e6:5.0f} TFLOP/s  "
+                      f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}",
+                      flush=True)
+    return 0
+
+
 def main() -> int:
+    if "--stream-k" in sys.argv:
+        return stream_k_probe()
     if "--large" in sys.argv:
         return large_probe()
     if "--waves" in sys.argv:
