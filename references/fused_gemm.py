@@ -64,9 +64,10 @@ _DTYPES = (torch.float16, torch.bfloat16)
 # values per thread (128 registers of the 255 a thread may have) the tile spills to local memory
 # and the kernel crawls, so such configurations are refused with a clear error.
 _MAX_ACC_PER_THREAD = 128
-# Stream-K adds up a shared tile's partial sums this many rows at a time (see
-# _add_partials_and_finish); a power of two no larger than any block_m.
-_FIXUP_ROWS = tl.constexpr(16)
+# Stream-K adds up a shared tile's partial sums at most this many rows at a time (see
+# _add_partials_and_finish): 64 x 256 float32 is 64 registers per thread over 8 warps, twice
+# that while the next partial loads.
+_MAX_FIXUP_ROWS = 64
 
 # On compute capability 9.x with TMA-compatible operands, `persistent=None` picks the persistent
 # TMA kernel when this is True and the pointer kernel when it is False. Set from the H200 sweep.
@@ -266,19 +267,19 @@ def _add_partials_and_finish(partials_ptr, t, first, last, k_tiles, total_steps,
                              bias_ptr, c_ptr, M, N, stride_cm, stride_cn,
                              HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr,
                              NUM_PROGRAMS: tl.constexpr, BLOCK_M: tl.constexpr,
-                             BLOCK_N: tl.constexpr):
+                             BLOCK_N: tl.constexpr, FIXUP_ROWS: tl.constexpr):
     """Stream-K: the sum of shared tile t's partials (programs first..last, in K order, so the
     result does not depend on which program adds them up), its epilogue and its store.
 
-    A band of _FIXUP_ROWS rows at a time: a whole float32 tile plus another being loaded would
+    A band of FIXUP_ROWS rows at a time: a whole float32 tile plus another being loaded would
     need more registers than a thread has (the accumulator alone takes 128 per thread).
     """
     cols = tl.arange(0, BLOCK_N)
     offs_n = pid_n * BLOCK_N + cols
-    for r0 in range(0, BLOCK_M, _FIXUP_ROWS):
-        rows = r0 + tl.arange(0, _FIXUP_ROWS)
-        in_slot = rows[:, None] * BLOCK_N + cols[None, :]  # (_FIXUP_ROWS, BLOCK_N)
-        total = tl.zeros((_FIXUP_ROWS, BLOCK_N), dtype=tl.float32)
+    for r0 in range(0, BLOCK_M, FIXUP_ROWS):
+        rows = r0 + tl.arange(0, FIXUP_ROWS)
+        in_slot = rows[:, None] * BLOCK_N + cols[None, :]  # (FIXUP_ROWS, BLOCK_N)
+        total = tl.zeros((FIXUP_ROWS, BLOCK_N), dtype=tl.float32)
         for q in range(first, last + 1):
             q_begin = (q * total_steps) // NUM_PROGRAMS  # the first K-step of q's run
             q_slot = 2 * q + (q_begin // k_tiles != t).to(tl.int32)  # 1: q's run began earlier
@@ -309,6 +310,7 @@ def gemm_bias_relu_persistent_kernel(
     GROUP_M: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr,  # the grid size (one program per SM); the tile loop's stride
     STREAM_K: tl.constexpr,  # SK_TILES > 0: compile the Stream-K part
+    FIXUP_ROWS: tl.constexpr,  # Stream-K: rows of a shared tile added up at a time
 ):
     # TMA descriptors: the copy engine fetches whole (BLOCK, BLOCK) boxes into shared memory and
     # fills every element outside `shape` with 0, so the M, N and K tails need no masks here.
@@ -403,7 +405,7 @@ def gemm_bias_relu_persistent_kernel(
                     _add_partials_and_finish(partials_ptr, t, first, last, k_tiles,
                                              total_steps, pid_m, pid_n, bias_ptr, c_ptr, M, N,
                                              stride_cm, stride_cn, HAS_BIAS, APPLY_RELU,
-                                             NUM_PROGRAMS, BLOCK_M, BLOCK_N)
+                                             NUM_PROGRAMS, BLOCK_M, BLOCK_N, FIXUP_ROWS)
             step += k_last - k_first
 
 
@@ -715,7 +717,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             a, b, bias, c, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
             b.stride(1), c.stride(0), c.stride(1), sk_tiles, A_MAJOR_M=layouts[0] == "col",
             B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs,
-            STREAM_K=sk_tiles > 0, **common)
+            STREAM_K=sk_tiles > 0, FIXUP_ROWS=min(bm, _MAX_FIXUP_ROWS), **common)
     else:
         grid = (cdiv(M, bm) * cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](

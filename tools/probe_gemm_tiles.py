@@ -24,12 +24,13 @@ asks whether the last, partly filled wave of tiles costs a whole wave: for N = K
 waves of 128 x 256 tiles on 132 SMs (and 15.0, 15.5, 16.0 at 8192), all in the same rounds.
 If 4.0 waves take as long as 3.88, the idle SMs of the last wave are the loss.
 
-    python3 tools/probe_gemm_tiles.py --stream-k
+    python3 tools/probe_gemm_tiles.py --stream-k [--all]
 
 times the default configuration with Stream-K (the tiles of a partly filled last wave shared
-among all programs) against the same without it (`stream_k=False`), torch.mm and the
-same-contract baseline, on the benchmark's shapes, in the same rounds; each output is first
-compared with a float32 reference.
+among all programs; the hand-off adding 16, 32 or 64 rows at a time) against the same without
+it (`stream_k=False`) and with the default choice, next to torch.mm and the same-contract
+baseline, in the same rounds; each output is first compared with a float32 reference. float16
+on large shapes; --all adds bfloat16 and the benchmark's other shapes.
 """
 
 from __future__ import annotations
@@ -121,9 +122,14 @@ def stream_k_probe() -> int:
 
     plan = harness.PLANS["full"]
     shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 1024, 4096), (8192, 8192, 1024),
-              (2048, 2048, 2048), (4095, 4097, 4093)]
+              (6144, 6144, 6144), (3072, 3072, 3072)]
+    if "--all" in sys.argv:
+        shapes += [(2048, 2048, 2048), (4095, 4097, 4093)]
+    dtypes = (torch.float16, torch.bfloat16) if "--all" in sys.argv else (torch.float16,)
+    # (stream_k, rows added up at a time in the hand-off)
+    variants = [(False, 64), (None, 64), (True, 16), (True, 32), (True, 64)]
     for m, n, k in shapes:
-        for dtype in (torch.float16, torch.bfloat16):
+        for dtype in dtypes:
             g = torch.Generator(device="cuda").manual_seed(m + n + k)
             a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
             b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
@@ -132,12 +138,13 @@ def stream_k_probe() -> int:
             calls = {"torch.mm": lambda: torch.mm(a, b),
                      "same-contract": lambda: torch.mm(a, b, out_dtype=torch.float32)
                      .add_(bias).relu_().to(dtype)}
-            for sk in (False, None):
-                def ours(sk=sk):
+            for sk, rows in variants:
+                def ours(sk=sk, rows=rows):
+                    fg._MAX_FIXUP_ROWS = rows
                     return fg.gemm_bias_relu(a, b, bias, stream_k=sk)
 
                 err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
-                calls[f"stream_k={sk} rel.err {err:.1e}"] = ours
+                calls[f"stream_k={sk} rows={rows} rel.err {err:.1e}"] = ours
             medians = graph_medians_us(calls.values(), plan)
             print(f"\n{m}x{n}x{k} {str(dtype)[6:]} (graph timing, interleaved rounds)",
                   flush=True)
@@ -145,6 +152,7 @@ def stream_k_probe() -> int:
                 print(f"   {us:8.1f} us {2 * m * n * k / us / 1e6:5.0f} TFLOP/s  "
                       f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}",
                       flush=True)
+    fg._MAX_FIXUP_ROWS = 64
     return 0
 
 
