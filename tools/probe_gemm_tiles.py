@@ -31,6 +31,13 @@ among all programs; the hand-off adding 16, 32 or 64 rows at a time) against the
 it (`stream_k=False`) and with the default choice, next to torch.mm and the same-contract
 baseline, in the same rounds; each output is first compared with a float32 reference. float16
 on large shapes; --all adds bfloat16 and the benchmark's other shapes.
+
+    python3 tools/probe_gemm_tiles.py --stream-k-parts
+
+takes Stream-K's hand-off apart at 4096^3, 6144^3 and 8192^3 (float16): the reference with
+stream_k=True and False, and copies of it edited so that the finisher skips loading the others'
+partials, or so that there is no hand-off at all (each sharer stores its partial as the tile:
+wrong outputs, timing only), and the workspace allocation alone.
 """
 
 from __future__ import annotations
@@ -156,7 +163,77 @@ def stream_k_probe() -> int:
     return 0
 
 
+# Stream-K's hand-off, taken apart (the outputs of these variants are wrong on purpose: timing
+# only). Each replaces text of references/fused_gemm.py in a copy of references/.
+_FINISH_OWN = ("_finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, "
+               "stride_cn, HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N)")
+_PARTS = {
+    # the finisher stores its own partial as the tile: no loads of the others' partials
+    "no partial loads": [("_add_partials_and_finish(partials_ptr, t, first, last, k_tiles,\n"
+                          "                                             total_steps, pid_m, "
+                          "pid_n, bias_ptr, c_ptr, M, N,\n"
+                          "                                             stride_cm, stride_cn, "
+                          "HAS_BIAS, APPLY_RELU,\n"
+                          "                                             NUM_PROGRAMS, BLOCK_M, "
+                          "BLOCK_N, FIXUP_ROWS)", _FINISH_OWN)],
+    # every sharer stores its partial as the tile: no workspace, no atomics, no barrier
+    "no hand-off": [("                slot = 2 * pid + (step != step_begin).to(tl.int32)\n",
+                     "                " + _FINISH_OWN + "\n"
+                     "                slot = 2 * pid + (step != step_begin).to(tl.int32)\n"),
+                    ("                tl.store(partials_ptr + slot * (BLOCK_M * BLOCK_N) + "
+                     "in_slot, acc)\n", ""),
+                    ("                if tl.atomic_add(counter, 1) == last - first:",
+                     "                if False:")],
+}
+
+
+def stream_k_parts_probe() -> int:
+    import shutil
+    import tempfile
+
+    import torch
+
+    from benchmarks import harness
+    from checks import loader
+    from references import fused_gemm as fg
+
+    root = Path(__file__).resolve().parent.parent / "references"
+    modules = {"full": fg}
+    tmp = Path(tempfile.mkdtemp(prefix="sk_parts_"))
+    for name, edits in _PARTS.items():
+        folder = tmp / name.replace(" ", "_").replace("-", "_")
+        shutil.copytree(root, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        text = (folder / "fused_gemm.py").read_text()
+        for old, new in edits:
+            assert text.count(old) == 1, (name, old)
+            text = text.replace(old, new)
+        (folder / "fused_gemm.py").write_text(text)
+        modules[name] = loader.load("fused_gemm", loader.resolve(folder))
+    plan = harness.PLANS["full"]
+    for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (6144, 6144, 6144)):
+        dtype = torch.float16
+        g = torch.Generator(device="cuda").manual_seed(m + n + k)
+        a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+        b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
+        bias = torch.randn(n, device="cuda", dtype=torch.float32, generator=g)
+        calls = {"torch.mm": lambda: torch.mm(a, b),
+                 "stream_k=False": lambda: fg.gemm_bias_relu(a, b, bias, stream_k=False),
+                 "workspace alone": lambda: (torch.empty((264, 128 * 256), device="cuda"),
+                                             torch.zeros(132, device="cuda",
+                                                         dtype=torch.int32))}
+        for name, module in modules.items():
+            calls[f"stream_k=True, {name}"] = \
+                lambda module=module: module.gemm_bias_relu(a, b, bias, stream_k=True)
+        medians = graph_medians_us(calls.values(), plan)
+        print(f"\n{m}x{n}x{k} float16 (graph timing, interleaved rounds)", flush=True)
+        for label, us in zip(calls, medians, strict=True):
+            print(f"   {us:8.1f} us  {label}", flush=True)
+    return 0
+
+
 def main() -> int:
+    if "--stream-k-parts" in sys.argv:
+        return stream_k_parts_probe()
     if "--stream-k" in sys.argv:
         return stream_k_probe()
     if "--large" in sys.argv:
