@@ -625,7 +625,19 @@ def persistent_stream_k(ctx, impl, case):
     if ctx.device != "cuda":
         knobs.update(block_m=32, block_n=32, block_k=16)
     out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
-    _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
+    try:
+        _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
+    except CheckFailed as exc:
+        # Right without the sharing? Then the hand-off is what is wrong.
+        plain = _run(ctx, impl, a, b, bias, case.relu, **dict(knobs, stream_k=False))
+        try:
+            _compare(ctx, plain, a, b, bias, case.relu)
+        except CheckFailed:
+            raise exc from None
+        raise CheckFailed(exc.message, hint="stream_k=False is right, stream_k=True is not: the "
+                          "hand-off of the shared last-wave tiles loses a partial sum, adds one "
+                          "twice or reads one before it is written", max_error=exc.max_error,
+                          tolerance=exc.tolerance) from None
     # The partial sums are added in K order by whichever program arrives last: the bits must
     # not depend on who that was. A race in the hand-off would show here too.
     again = _run(ctx, impl, a, b, bias, case.relu, **knobs)

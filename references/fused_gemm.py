@@ -76,8 +76,14 @@ PREFER_PERSISTENT = True
 # 16-byte aligned) if this is True, with masked pointer stores if False.
 PREFER_TMA_STORE = True
 # In the persistent kernel, `stream_k=None` shares the tiles of a partly filled last wave among all
-# programs (Stream-K) when this is True and the problem has at least two waves of tiles.
+# programs (Stream-K) when this is True and it saves enough (see stream_k_tiles).
 PREFER_STREAM_K = True
+# What Stream-K's sharing costs, in K-steps of a 128 x 256 x 64 tile (0.83 us each at 4096^3 on
+# the H200): storing the partial sums, counting in, loading the others' partials, and the
+# second pipeline fill and epilogue of a run that spans two tiles took about 30 us, 36 steps
+# (tools/probe_gemm_tiles.py --stream-k-parts). `stream_k=None` shares only when the idle part of
+# the last wave is worth at least this many steps: 8192^3 (62 steps) yes, 4096^3 (8) no.
+_STREAM_K_MIN_SAVED_STEPS = 48
 
 # Candidate launch configurations for a benchmark sweep (each usable as **kwargs). All fit the
 # register rule above. Shared memory per stage is (block_m + block_n) * block_k * 2 bytes and a
@@ -439,15 +445,19 @@ def stream_k_tiles(tiles: int, programs: int, k_steps: int, stream_k: bool | Non
     512 tiles = 3 waves + 116 tiles on 132 SMs, and on the H200 it takes as long as 528 tiles
     (tools/probe_gemm_tiles.py --waves). Stream-K deals those 116 tiles' K-steps out to all 132
     programs instead: 56 or 57 steps each rather than 64 for some and none for others.
-    stream_k None (the default): only with PREFER_STREAM_K and at least two waves (a problem
-    of fewer waves has no long whole-tile phase to hide the sharing behind); True: whenever
-    there is a partly filled last wave; False: never. 0 when there is nothing to share, or
-    fewer K-steps than programs to deal out.
+    But sharing has a price (partial sums written, counted and read back, an extra pipeline
+    fill), so stream_k None (the default) shares only with PREFER_STREAM_K and when the idle
+    part of the last wave, k_steps * (1 - leftover / programs) K-steps, is at least
+    _STREAM_K_MIN_SAVED_STEPS: at 4096^3 it is 64 * 16 / 132 = 8 steps, less than the sharing
+    costs; at 8192^3 (2048 tiles = 15 waves + 68) 128 * 64 / 132 = 62. True: share whenever the
+    last wave is partly filled; False: never. 0 when there is nothing to share, or fewer
+    K-steps than programs to deal out.
     """
     leftover = tiles % programs
     if not leftover or stream_k is False or leftover * k_steps < programs:
         return 0
-    if stream_k is None and not (PREFER_STREAM_K and tiles >= 2 * programs):
+    saved_steps = k_steps * (programs - leftover) / programs
+    if stream_k is None and not (PREFER_STREAM_K and saved_steps >= _STREAM_K_MIN_SAVED_STEPS):
         return 0
     return leftover
 

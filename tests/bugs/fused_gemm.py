@@ -24,6 +24,15 @@ BUGS = [
     Bug("group_off_by_one", find="first_pid_m = group_id * GROUP_M",
         replace="first_pid_m = group_id * (GROUP_M - 1)",
         check="knobs.group_m", hint="grouped index arithmetic"),
+    # Stream-K: the last program to arrive at a shared tile drops the others' partial sums.
+    Bug("stream_k_partials_dropped",
+        find="total += tl.load(partials_ptr + q_slot * (BLOCK_M * BLOCK_N)",
+        replace="total += 0.0 * tl.load(partials_ptr + q_slot * (BLOCK_M * BLOCK_N)",
+        check="persistent.stream_k", hint="hand-off of the shared last-wave tiles"),
+    # Stream-K: the arrivals are miscounted, so nobody finishes a shared tile.
+    Bug("stream_k_nobody_finishes", find="if tl.atomic_add(counter, 1) == last - first:",
+        replace="if tl.atomic_add(counter, 1) == last - first + 1:",
+        check="persistent.stream_k", hint="hand-off of the shared last-wave tiles"),
     # max(acc, 0) taken before the bias is added.
     Bug("relu_before_bias", find="acc = acc + bias", replace="acc = tl.maximum(acc, 0.0) + bias",
         check="forward.ragged", hint="ReLU applied before the bias"),
