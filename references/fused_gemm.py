@@ -75,7 +75,6 @@ PREFER_PERSISTENT = True
 # In the persistent kernel, `tma_store=None` stores C through a TMA descriptor (when C's rows are
 # 16-byte aligned) if this is True, with masked pointer stores if False.
 PREFER_TMA_STORE = True
-_STORE_BOXES = 2  # TMA stores of C: the tile in this many boxes (experiment)
 # In the persistent kernel, `stream_k=None` shares the tiles of a partly filled last wave among all
 # programs (Stream-K) when this is True and it saves enough (see stream_k_tiles).
 PREFER_STREAM_K = True
@@ -248,14 +247,12 @@ def _load_tiles(a_desc, b_desc, off_m, off_n, off_k,
 @triton.jit
 def _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, stride_cn,
                  HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr, TMA_STORE: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STORE_BOXES: tl.constexpr):
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """The epilogue of the persistent kernel's tile (pid_m, pid_n), and its store."""
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c = _epilogue(acc, bias_ptr, offs_m, offs_n, N, c_ptr.dtype.element_ty, HAS_BIAS, APPLY_RELU)
-    if TMA_STORE and STORE_BOXES == 1:
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c)
-    elif TMA_STORE:
+    if TMA_STORE:
         halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
         c0, c1 = tl.split(halves)  # columns [0, BLOCK_N/2) and [BLOCK_N/2, BLOCK_N)
         c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c0)
@@ -320,7 +317,6 @@ def gemm_bias_relu_persistent_kernel(
     NUM_PROGRAMS: tl.constexpr,  # the grid size (one program per SM); the tile loop's stride
     STREAM_K: tl.constexpr,  # SK_TILES > 0: compile the Stream-K part
     FIXUP_ROWS: tl.constexpr,  # Stream-K: rows of a shared tile added up at a time
-    STORE_BOXES: tl.constexpr,  # TMA_STORE: C's tile stored in this many boxes (1 or 2)
 ):
     # TMA descriptors: the copy engine fetches whole (BLOCK, BLOCK) boxes into shared memory and
     # fills every element outside `shape` with 0, so the M, N and K tails need no masks here.
@@ -343,7 +339,7 @@ def gemm_bias_relu_persistent_kernel(
         # Stores in two half-width boxes: half the shared memory to stage a store (Triton's
         # tutorial calls this epilogue subtiling), and the copy engine clips the M and N tails.
         c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                           block_shape=[BLOCK_M, BLOCK_N // STORE_BOXES])
+                                           block_shape=[BLOCK_M, BLOCK_N // 2])
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -367,7 +363,7 @@ def gemm_bias_relu_persistent_kernel(
         tile_id_c += NUM_PROGRAMS
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, stride_cn,
-                     HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N, STORE_BOXES)
+                     HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N)
 
     if STREAM_K:
         # Stream-K (lesson 3): the last SK_TILES tiles would fill only part of a last wave, so
@@ -396,8 +392,7 @@ def gemm_bias_relu_persistent_kernel(
                 acc = tl.dot(a, b, acc)
             if k_last - k_first == k_tiles:  # the whole tile in this run: nothing to share
                 _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm,
-                             stride_cn, HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N,
-                             STORE_BOXES)
+                             stride_cn, HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N)
             else:
                 # Publish this partial sum in one of the program's two slots (0: the part of
                 # the tile its run starts in, 1: the part it ends in), then count in.
@@ -732,8 +727,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             a, b, bias, c, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
             b.stride(1), c.stride(0), c.stride(1), sk_tiles, A_MAJOR_M=layouts[0] == "col",
             B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs,
-            STREAM_K=sk_tiles > 0, FIXUP_ROWS=min(bm, _MAX_FIXUP_ROWS),
-            STORE_BOXES=_STORE_BOXES, **common)
+            STREAM_K=sk_tiles > 0, FIXUP_ROWS=min(bm, _MAX_FIXUP_ROWS), **common)
     else:
         grid = (cdiv(M, bm) * cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](

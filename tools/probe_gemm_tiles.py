@@ -38,12 +38,6 @@ takes Stream-K's hand-off apart at 4096^3, 6144^3 and 8192^3 (float16): the refe
 stream_k=True and False, and copies of it edited so that the finisher skips loading the others'
 partials, or so that there is no hand-off at all (each sharer stores its partial as the tile:
 wrong outputs, timing only), and the workspace allocation alone.
-
-    python3 tools/probe_gemm_tiles.py --store-boxes
-
-times the persistent kernel's TMA store of C in two half-width boxes (the default) against one
-whole-tile box (more shared memory, no wait between the halves), fp16 and bf16, next to
-torch.mm and the same-contract baseline.
 """
 
 from __future__ import annotations
@@ -237,46 +231,7 @@ def stream_k_parts_probe() -> int:
     return 0
 
 
-def store_boxes_probe() -> int:
-    import torch
-
-    from benchmarks import harness
-    from references import fused_gemm as fg
-
-    plan = harness.PLANS["full"]
-    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 1024, 4096), (8192, 8192, 1024),
-              (3072, 3072, 3072), (2048, 2048, 2048)]
-    for m, n, k in shapes:
-        for dtype in (torch.float16, torch.bfloat16):
-            g = torch.Generator(device="cuda").manual_seed(m + n + k)
-            a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
-            b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
-            bias = torch.randn(n, device="cuda", dtype=torch.float32, generator=g)
-            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
-            calls = {"torch.mm": lambda: torch.mm(a, b),
-                     "same-contract": lambda: torch.mm(a, b, out_dtype=torch.float32)
-                     .add_(bias).relu_().to(dtype)}
-            for boxes in (2, 1):
-                def ours(boxes=boxes):
-                    fg._STORE_BOXES = boxes
-                    return fg.gemm_bias_relu(a, b, bias)
-
-                err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
-                calls[f"store boxes={boxes} rel.err {err:.1e}"] = ours
-            medians = graph_medians_us(calls.values(), plan)
-            print(f"\n{m}x{n}x{k} {str(dtype)[6:]} (graph timing, interleaved rounds)",
-                  flush=True)
-            for label, us in zip(calls, medians, strict=True):
-                print(f"   {us:8.1f} us {2 * m * n * k / us / 1e6:5.0f} TFLOP/s  "
-                      f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}",
-                      flush=True)
-    fg._STORE_BOXES = 2
-    return 0
-
-
 def main() -> int:
-    if "--store-boxes" in sys.argv:
-        return store_boxes_probe()
     if "--stream-k-parts" in sys.argv:
         return stream_k_parts_probe()
     if "--stream-k" in sys.argv:
