@@ -23,6 +23,10 @@ Two kernels, one contract
   one too when C's rows are 16-byte aligned (in two half-width boxes). Chosen automatically on
   compute capability 9.x when TMA can describe the operands (16-byte aligned base and row
   stride, unit stride in one dimension); `persistent=` and `tma_store=` force it on or off.
+  When the tiles leave a partly filled last wave worth more than the sharing costs (8192^3 on
+  the H200, not 4096^3), it deals that wave's K-steps out to all programs instead (Stream-K:
+  partial sums in a workspace, the last program to arrive adds them up in K order);
+  `stream_k=` forces it on or off.
   Both kernels share the tile order and the epilogue, so the exercises shape both.
 
 Limitations
@@ -35,7 +39,8 @@ Limitations
   setting) when that path runs.
 - Operands whose strides are not 16-byte aligned (odd K or N) cannot use TMA nor vectorized
   loads: every element is loaded on its own, far below the aligned speed.
-- A bounded teaching implementation: no split-K for very skinny outputs, no warp
+- A bounded teaching implementation: no split-K for very skinny outputs (Stream-K only
+  evens out the last wave), no warp
   specialization, no fp8. Defaults and CONFIGS target one NVIDIA H200; speed
   is whatever the benchmark results (and the validation report) measured there.
 """
@@ -64,6 +69,10 @@ _DTYPES = (torch.float16, torch.bfloat16)
 # values per thread (128 registers of the 255 a thread may have) the tile spills to local memory
 # and the kernel crawls, so such configurations are refused with a clear error.
 _MAX_ACC_PER_THREAD = 128
+# Stream-K adds up a shared tile's partial sums at most this many rows at a time (see
+# _add_partials_and_finish): 64 x 256 float32 is 64 registers per thread over 8 warps, twice
+# that while the next partial loads.
+_MAX_FIXUP_ROWS = 64
 
 # On compute capability 9.x with TMA-compatible operands, `persistent=None` picks the persistent
 # TMA kernel when this is True and the pointer kernel when it is False. Set from the H200 sweep.
@@ -71,6 +80,15 @@ PREFER_PERSISTENT = True
 # In the persistent kernel, `tma_store=None` stores C through a TMA descriptor (when C's rows are
 # 16-byte aligned) if this is True, with masked pointer stores if False.
 PREFER_TMA_STORE = True
+# In the persistent kernel, `stream_k=None` shares the tiles of a partly filled last wave among all
+# programs (Stream-K) when this is True and it saves enough (see stream_k_tiles).
+PREFER_STREAM_K = True
+# What Stream-K's sharing costs, in K-steps of a 128 x 256 x 64 tile (0.83 us each at 4096^3 on
+# the H200): storing the partial sums, counting in, loading the others' partials, and the
+# second pipeline fill and epilogue of a run that spans two tiles took about 30 us, 36 steps
+# (tools/probe_gemm_tiles.py --stream-k-parts). `stream_k=None` shares only when the idle part of
+# the last wave is worth at least this many steps: 8192^3 (62 steps) yes, 4096^3 (8) no.
+_STREAM_K_MIN_SAVED_STEPS = 48
 
 # Candidate launch configurations for a benchmark sweep (each usable as **kwargs). All fit the
 # register rule above. Shared memory per stage is (block_m + block_n) * block_k * 2 bytes and a
@@ -189,12 +207,88 @@ def gemm_bias_relu_kernel(
 
 
 @triton.jit
+def _load_tiles(a_desc, b_desc, off_m, off_n, off_k,
+                A_MAJOR_M: tl.constexpr, B_MAJOR_K: tl.constexpr, DOT_IN_FP32: tl.constexpr):
+    """The persistent kernel's (BLOCK_M, BLOCK_K) tile of A and (BLOCK_K, BLOCK_N) tile of B at
+    (off_m, off_k) and (off_k, off_n), through the TMA descriptors (zero-filled past the edges)."""
+    if A_MAJOR_M:
+        a = a_desc.load([off_k, off_m]).T  # (BLOCK_K, BLOCK_M) -> (BLOCK_M, BLOCK_K)
+    else:
+        a = a_desc.load([off_m, off_k])  # (BLOCK_M, BLOCK_K)
+    if B_MAJOR_K:
+        b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) -> (BLOCK_K, BLOCK_N)
+    else:
+        b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
+    if DOT_IN_FP32:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return a, b
+
+
+@triton.jit
+def _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, stride_cn,
+                 HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr, TMA_STORE: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The epilogue of the persistent kernel's tile (pid_m, pid_n), and its store."""
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c = _epilogue(acc, bias_ptr, offs_m, offs_n, N, c_ptr.dtype.element_ty, HAS_BIAS, APPLY_RELU)
+    if TMA_STORE:
+        halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        c0, c1 = tl.split(halves)  # columns [0, BLOCK_N/2) and [BLOCK_N/2, BLOCK_N)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c0)
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], c1)
+    else:
+        _store_tile(c_ptr, c, offs_m, offs_n, M, N, stride_cm, stride_cn)
+
+
+@triton.jit
+def _first_program(k_step, total_steps, NUM_PROGRAMS: tl.constexpr):
+    """Stream-K: the program whose share of the steps holds step k_step. Program p owns steps
+    [p * total // P, (p + 1) * total // P), so this is the largest p with p * total // P <= k_step."""
+    return ((k_step + 1) * NUM_PROGRAMS - 1) // total_steps
+
+
+@triton.jit
+def _add_partials_and_finish(partials_ptr, t, first, last, k_tiles, total_steps, pid_m, pid_n,
+                             bias_ptr, c_ptr, M, N, stride_cm, stride_cn,
+                             HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr,
+                             NUM_PROGRAMS: tl.constexpr, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr, FIXUP_ROWS: tl.constexpr):
+    """Stream-K: the sum of shared tile t's partials (programs first..last, in K order, so the
+    result does not depend on which program adds them up), its epilogue and its store.
+
+    A band of FIXUP_ROWS rows at a time: a whole float32 tile plus another being loaded would
+    need more registers than a thread has (the accumulator alone takes 128 per thread).
+    """
+    cols = tl.arange(0, BLOCK_N)
+    offs_n = pid_n * BLOCK_N + cols
+    for r0 in range(0, BLOCK_M, FIXUP_ROWS):
+        rows = r0 + tl.arange(0, FIXUP_ROWS)
+        in_slot = rows[:, None] * BLOCK_N + cols[None, :]  # (FIXUP_ROWS, BLOCK_N)
+        total = tl.zeros((FIXUP_ROWS, BLOCK_N), dtype=tl.float32)
+        for q in range(first, last + 1):
+            q_begin = (q * total_steps) // NUM_PROGRAMS  # the first K-step of q's run
+            q_slot = 2 * q + (q_begin // k_tiles != t).to(tl.int32)  # 1: q's run began earlier
+            # .cg: read from L2, where the other SMs' stores are, never from this SM's L1.
+            total += tl.load(partials_ptr + q_slot * (BLOCK_M * BLOCK_N) + in_slot,
+                             cache_modifier=".cg")
+        offs_m = pid_m * BLOCK_M + rows
+        c = _epilogue(total, bias_ptr, offs_m, offs_n, N, c_ptr.dtype.element_ty, HAS_BIAS,
+                      APPLY_RELU)
+        _store_tile(c_ptr, c, offs_m, offs_n, M, N, stride_cm, stride_cn)
+
+
+@triton.jit
 def gemm_bias_relu_persistent_kernel(
     a_ptr, b_ptr, bias_ptr, c_ptr,  # pointers: A (M, K), B (K, N), bias (N,) fp32 or None, C (M, N)
+    partials_ptr,  # Stream-K: float32 (2 * NUM_PROGRAMS, BLOCK_M * BLOCK_N), two slots per program
+    arrivals_ptr,  # Stream-K: int32 (SK_TILES,) zeros: programs done with each shared tile
     M, N, K,  # sizes
     stride_am, stride_ak,  # strides of A: one of them is 1 (see A_MAJOR_M)
     stride_bk, stride_bn,  # strides of B: one of them is 1 (see B_MAJOR_K)
     stride_cm, stride_cn,  # strides of C
+    SK_TILES,  # Stream-K: how many of the last tiles the programs share step by step (0: none)
     HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr, DOT_IN_FP32: tl.constexpr,
     A_MAJOR_M: tl.constexpr,  # A has unit stride along M (a transposed view): describe A.T (K, M)
     B_MAJOR_K: tl.constexpr,  # B has unit stride along K (e.g. w.t()): describe B.T (N, K)
@@ -202,6 +296,8 @@ def gemm_bias_relu_persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr,  # the grid size (one program per SM); the tile loop's stride
+    STREAM_K: tl.constexpr,  # SK_TILES > 0: compile the Stream-K part
+    FIXUP_ROWS: tl.constexpr,  # Stream-K: rows of a shared tile added up at a time
 ):
     # TMA descriptors: the copy engine fetches whole (BLOCK, BLOCK) boxes into shared memory and
     # fills every element outside `shape` with 0, so the M, N and K tails need no masks here.
@@ -219,6 +315,7 @@ def gemm_bias_relu_persistent_kernel(
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                            block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = None
     if TMA_STORE:
         # Stores in two half-width boxes: half the shared memory to stage a store (Triton's
         # tutorial calls this epilogue subtiling), and the copy engine clips the M and N tails.
@@ -229,43 +326,74 @@ def gemm_bias_relu_persistent_kernel(
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
+    whole_tiles = num_tiles - SK_TILES  # each computed by one program, start to finish
     # A second tile counter, one step behind, for the epilogue: it keeps the epilogue's index
     # math independent of the next tile's loads so the compiler can overlap them
     # (flatten=True pipelines across the tile loop, as Triton's persistent-matmul tutorial does).
     tile_id_c = tl.program_id(0) - NUM_PROGRAMS
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=True):
+    for tile_id in tl.range(tl.program_id(0), whole_tiles, NUM_PROGRAMS, flatten=True):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
-            off_k = ki * BLOCK_K
-            if A_MAJOR_M:
-                a = a_desc.load([off_k, off_m]).T  # (BLOCK_K, BLOCK_M) -> (BLOCK_M, BLOCK_K)
-            else:
-                a = a_desc.load([off_m, off_k])  # (BLOCK_M, BLOCK_K)
-            if B_MAJOR_K:
-                b = b_desc.load([off_n, off_k]).T  # (BLOCK_N, BLOCK_K) -> (BLOCK_K, BLOCK_N)
-            else:
-                b = b_desc.load([off_k, off_n])  # (BLOCK_K, BLOCK_N)
-            if DOT_IN_FP32:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
+            a, b = _load_tiles(a_desc, b_desc, off_m, off_n, ki * BLOCK_K,
+                               A_MAJOR_M, B_MAJOR_K, DOT_IN_FP32)
             acc = tl.dot(a, b, acc)
 
         tile_id_c += NUM_PROGRAMS
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        c = _epilogue(acc, bias_ptr, offs_m, offs_n, N, c_ptr.dtype.element_ty, HAS_BIAS,
-                      APPLY_RELU)
-        if TMA_STORE:
-            halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
-            c0, c1 = tl.split(halves)  # columns [0, BLOCK_N/2) and [BLOCK_N/2, BLOCK_N)
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c0)
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], c1)
-        else:
-            _store_tile(c_ptr, c, offs_m, offs_n, M, N, stride_cm, stride_cn)
+        _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, stride_cn,
+                     HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N)
+
+    if STREAM_K:
+        # Stream-K (lesson 3): the last SK_TILES tiles would fill only part of a last wave, so
+        # instead their SK_TILES * k_tiles K-steps are dealt out evenly, a contiguous run per
+        # program. A run may start or end inside a tile; the programs sharing a tile each
+        # write their partial sum to a slot, and whichever arrives last adds the partials up
+        # (in K order, so the result does not depend on who was last) and runs the epilogue.
+        # Nobody waits for anybody: this also works when programs run one after another (the
+        # interpreter).
+        pid = tl.program_id(0)
+        total_steps = SK_TILES * k_tiles
+        step_begin = (pid * total_steps) // NUM_PROGRAMS  # this program's run of K-steps
+        step_end = ((pid + 1) * total_steps) // NUM_PROGRAMS
+        # (BLOCK_M, BLOCK_N) offsets inside a partials slot
+        in_slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        step = step_begin
+        while step < step_end:
+            t = step // k_tiles  # the tile, counted from the first shared one
+            k_first = step - t * k_tiles
+            k_last = tl.minimum(k_tiles, k_first + (step_end - step))
+            pid_m, pid_n = _tile_coords(whole_tiles + t, num_pid_m, num_pid_n, GROUP_M)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for ki in range(k_first, k_last):
+                a, b = _load_tiles(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N,
+                                   ki * BLOCK_K, A_MAJOR_M, B_MAJOR_K, DOT_IN_FP32)
+                acc = tl.dot(a, b, acc)
+            if k_last - k_first == k_tiles:  # the whole tile in this run: nothing to share
+                _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm,
+                             stride_cn, HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N)
+            else:
+                # Publish this partial sum in one of the program's two slots (0: the part of
+                # the tile its run starts in, 1: the part it ends in), then count in.
+                slot = 2 * pid + (step != step_begin).to(tl.int32)
+                tl.store(partials_ptr + slot * (BLOCK_M * BLOCK_N) + in_slot, acc)
+                # Every thread's store must be done before the count says so: a barrier
+                # across the program, then the atomic's release (acq_rel) covers them all.
+                tl.debug_barrier()
+                # The programs sharing tile t: the owners of its first and last K-step and
+                # every program in between.
+                first = _first_program(t * k_tiles, total_steps, NUM_PROGRAMS)
+                last = _first_program(t * k_tiles + k_tiles - 1, total_steps, NUM_PROGRAMS)
+                counter = arrivals_ptr + t
+                if tl.atomic_add(counter, 1) == last - first:  # the last to arrive
+                    tl.store(counter, 0)  # ready for the next launch
+                    _add_partials_and_finish(partials_ptr, t, first, last, k_tiles,
+                                             total_steps, pid_m, pid_n, bias_ptr, c_ptr, M, N,
+                                             stride_cm, stride_cn, HAS_BIAS, APPLY_RELU,
+                                             NUM_PROGRAMS, BLOCK_M, BLOCK_N, FIXUP_ROWS)
+            step += k_last - k_first
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,6 +416,31 @@ def few_tiles(M: int, N: int, num_sms: int) -> bool:
     (graph timing, tools/probe_gemm_tiles.py).
     """
     return cdiv(M, 128) * cdiv(N, 128) < num_sms
+
+
+def stream_k_tiles(tiles: int, programs: int, k_steps: int, stream_k: bool | None) -> int:
+    """How many of the last tiles the persistent kernel shares among its programs (Stream-K).
+
+    `tiles` tiles on `programs` programs fill tiles // programs waves and leave tiles % programs
+    tiles for a last wave, during which the other SMs would idle: 4096^3 in 128 x 256 tiles is
+    512 tiles = 3 waves + 116 tiles on 132 SMs, and on the H200 it takes as long as 528 tiles
+    (tools/probe_gemm_tiles.py --waves). Stream-K deals those 116 tiles' K-steps out to all 132
+    programs instead: 56 or 57 steps each rather than 64 for some and none for others.
+    But sharing has a price (partial sums written, counted and read back, an extra pipeline
+    fill), so stream_k None (the default) shares only with PREFER_STREAM_K and when the idle
+    part of the last wave, k_steps * (1 - leftover / programs) K-steps, is at least
+    _STREAM_K_MIN_SAVED_STEPS: at 4096^3 it is 64 * 16 / 132 = 8 steps, less than the sharing
+    costs; at 8192^3 (2048 tiles = 15 waves + 68) 128 * 64 / 132 = 62. True: share whenever the
+    last wave is partly filled; False: never. 0 when there is nothing to share, or fewer
+    K-steps than programs to deal out.
+    """
+    leftover = tiles % programs
+    if not leftover or stream_k is False or leftover * k_steps < programs:
+        return 0
+    saved_steps = k_steps * (programs - leftover) / programs
+    if stream_k is None and not (PREFER_STREAM_K and saved_steps >= _STREAM_K_MIN_SAVED_STEPS):
+        return 0
+    return leftover
 
 
 def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool = True,
@@ -416,7 +569,7 @@ def _check_knob_types(**knobs) -> None:
             raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16; got {value!r}")
     if knobs["num_stages"] is not None:
         check_int_range("num_stages", knobs["num_stages"], 1, 8)
-    for name in ("persistent", "tma_store"):
+    for name in ("persistent", "tma_store", "stream_k"):
         if knobs[name] is not None and not isinstance(knobs[name], bool):
             raise TypeError(f"{name} must be True, False or None (automatic), got "
                             f"{knobs[name]!r}")
@@ -427,6 +580,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                    block_k: int | None = None, group_m: int | None = None,
                    num_warps: int | None = None, num_stages: int | None = None,
                    persistent: bool | None = None, tma_store: bool | None = None,
+                   stream_k: bool | None = None,
                    stage_unaligned: bool | None = None) -> torch.Tensor:
     """relu(a @ b + bias) (ReLU optional): float32 accumulation and epilogue, one rounding.
 
@@ -438,7 +592,10 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     (None: the persistent TMA kernel on compute capability 9.x when the operands allow it and
     PREFER_PERSISTENT; True: require it; False: the pointer kernel), tma_store (persistent
     kernel only; None: store C through a TMA descriptor when N * itemsize is a multiple of 16
-    and PREFER_TMA_STORE; True: require it; False: masked pointer stores), stage_unaligned
+    and PREFER_TMA_STORE; True: require it; False: masked pointer stores), stream_k (persistent
+    kernel only; None: when PREFER_STREAM_K and there are at least two waves of tiles, the tiles
+    of a partly filled last wave are shared K-step by K-step among all programs; True: share
+    them whenever the last wave is partly filled; False: never), stage_unaligned
     (None: on a GPU, copy operands whose rows are not 16-byte aligned into padded buffers when
     the problem is large enough to pay for the copies; True: always; False: never).
     """
@@ -462,7 +619,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         raise TypeError(f"relu must be True or False, got {relu!r}")
     _check_knob_types(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                       num_warps=num_warps, num_stages=num_stages, persistent=persistent,
-                      tma_store=tma_store)
+                      tma_store=tma_store, stream_k=stream_k)
     if stage_unaligned is not None and not isinstance(stage_unaligned, bool):
         raise TypeError(f"stage_unaligned must be True, False or None, got {stage_unaligned!r}")
     check_same("b", b, "a", a, shape=False)
@@ -481,7 +638,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     if stage_unaligned and K > 0 and M > 0 and N > 0:
         knobs = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                      num_warps=num_warps, num_stages=num_stages, persistent=persistent,
-                     tma_store=tma_store)
+                     tma_store=tma_store, stream_k=stream_k)
         return _gemm_staged(a, b, bias, relu, knobs)
     num_sms = sm_count(index) if on_gpu else _INTERPRETER_PROGRAMS
     config = dict(_default_config_items(M, N, K, num_sms, tma_ok or K == 0, not on_gpu))
@@ -518,6 +675,9 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                          f"N = {N}. Use tma_store=None or False.")
     if tma_store is None:
         tma_store = PREFER_TMA_STORE and c_aligned
+    if stream_k and not persistent:
+        raise ValueError(f"stream_k=True needs the persistent kernel (persistent=True); got "
+                         f"persistent={persistent}. Use stream_k=None or False.")
 
     # -- allocate -------------------------------------------------------------------------------
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
@@ -537,10 +697,18 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             triton.set_allocator(descriptor_scratch)
         tiles = cdiv(M, bm) * cdiv(N, bn)
         programs = min(num_sms, tiles)
+        sk_tiles = stream_k_tiles(tiles, programs, cdiv(K, bk), stream_k)
+        # Stream-K's workspace, new for every call (so that calls on different streams never
+        # share it): two float32 tile slots per program, and one arrival count per shared tile,
+        # which must start at 0 (the kernel leaves them at 0 again when it ends).
+        partials = torch.empty((2 * programs, bm * bn) if sk_tiles else (1,),
+                               device=a.device, dtype=torch.float32)
+        arrivals = torch.zeros(max(sk_tiles, 1), device=a.device, dtype=torch.int32)
         gemm_bias_relu_persistent_kernel[(programs,)](
-            a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-            c.stride(0), c.stride(1), A_MAJOR_M=layouts[0] == "col",
-            B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs, **common)
+            a, b, bias, c, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+            b.stride(1), c.stride(0), c.stride(1), sk_tiles, A_MAJOR_M=layouts[0] == "col",
+            B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs,
+            STREAM_K=sk_tiles > 0, FIXUP_ROWS=min(bm, _MAX_FIXUP_ROWS), **common)
     else:
         grid = (cdiv(M, bm) * cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](

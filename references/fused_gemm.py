@@ -23,6 +23,10 @@ Two kernels, one contract
   one too when C's rows are 16-byte aligned (in two half-width boxes). Chosen automatically on
   compute capability 9.x when TMA can describe the operands (16-byte aligned base and row
   stride, unit stride in one dimension); `persistent=` and `tma_store=` force it on or off.
+  When the tiles leave a partly filled last wave worth more than the sharing costs (8192^3 on
+  the H200, not 4096^3), it deals that wave's K-steps out to all programs instead (Stream-K:
+  partial sums in a workspace, the last program to arrive adds them up in K order);
+  `stream_k=` forces it on or off.
   Both kernels share the tile order and the epilogue, so the exercises shape both.
 
 Limitations
@@ -35,7 +39,8 @@ Limitations
   setting) when that path runs.
 - Operands whose strides are not 16-byte aligned (odd K or N) cannot use TMA nor vectorized
   loads: every element is loaded on its own, far below the aligned speed.
-- A bounded teaching implementation: no split-K for very skinny outputs, no warp
+- A bounded teaching implementation: no split-K for very skinny outputs (Stream-K only
+  evens out the last wave), no warp
   specialization, no fp8. Defaults and CONFIGS target one NVIDIA H200; speed
   is whatever the benchmark results (and the validation report) measured there.
 """

@@ -24,19 +24,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv: list[str]) -> int:
-    import torch
-
-    from benchmarks import harness
-    from checks import loader
-
     args = [a for a in argv if not a.startswith("--")]
     if len(args) < 2:
         print(__doc__)
         return 2
+    from checks import device as devices
+    from checks import loader
+
+    on_gpu = devices.select() == "cuda"  # before any kernel module is imported
+    import torch
+
+    from benchmarks import harness
+
     workshop, before_folder, filters = args[0], args[1], args[2:]
     mode = "events" if "--events" in argv else "graph"
     device, scale = "cuda", "full"
-    if not torch.cuda.is_available():
+    if not on_gpu:
         device, scale, mode = "cpu", "dry", None
     wanted = dict(f.split("=", 1) for f in filters)
     bench = importlib.import_module(f"benchmarks.{workshop}")
