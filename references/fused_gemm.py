@@ -722,12 +722,16 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         tiles = cdiv(M, bm) * cdiv(N, bn)
         programs = min(num_sms, tiles)
         sk_tiles = stream_k_tiles(tiles, programs, cdiv(K, bk), stream_k)
-        # Stream-K's workspace, new for every call (so that calls on different streams never
-        # share it): two float32 tile slots per program, and one arrival count per shared tile,
-        # which must start at 0 (the kernel leaves them at 0 again when it ends).
-        partials = torch.empty((2 * programs, bm * bn) if sk_tiles else (1,),
-                               device=a.device, dtype=torch.float32)
-        arrivals = torch.zeros(max(sk_tiles, 1), device=a.device, dtype=torch.int32)
+        # Stream-K's workspace, new for every call that shares tiles (so that calls on
+        # different streams never share it): two float32 tile slots per program, and one
+        # arrival count per shared tile, which must start at 0 (the kernel leaves them at 0
+        # again). Without sharing, the kernel never touches them: c stands in, and no memset
+        # is launched.
+        partials = arrivals = c
+        if sk_tiles:
+            partials = torch.empty((2 * programs, bm * bn), device=a.device,
+                                   dtype=torch.float32)
+            arrivals = torch.zeros(sk_tiles, device=a.device, dtype=torch.int32)
         gemm_bias_relu_persistent_kernel[(programs,)](
             a, b, bias, c, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
             b.stride(1), c.stride(0), c.stride(1), sk_tiles, A_MAJOR_M=layouts[0] == "col",
