@@ -563,14 +563,13 @@ def _allow_descriptor_loads_under_bounds_check() -> None:
     cls.create_masked_load = load
 
 
-@register(W, "persistent.tma", tier="kernel", uses=("gemm_bias_relu",), cases=_persistent_cases,
-          doc="persistent=True: the persistent TMA-descriptor kernel, row-major and transposed "
-              "operands")
-def persistent_tma(ctx, impl, case):
+def _persistent_inputs(ctx, case, **knobs):
+    """A, B and the bias of a persistent-kernel case, and the knobs to pass: `knobs` plus
+    persistent=True, and small blocks under the interpreter (several tiles and K steps per
+    program). UNAVAILABLE before compute capability 9.0."""
     from checks.core import Unavailable
 
-    torch = ctx.torch
-    if ctx.device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+    if ctx.device == "cuda" and ctx.torch.cuda.get_device_capability()[0] < 9:
         raise Unavailable("the persistent TMA path needs compute capability 9.0 or newer")
     if ctx.device == "interpreter":
         _allow_descriptor_loads_under_bounds_check()
@@ -578,11 +577,18 @@ def persistent_tma(ctx, impl, case):
     a = _operand(ctx, m, k, case.dtype, case.a)
     b = _operand(ctx, k, n, case.dtype, case.b)
     bias = _bias(ctx, n, case.bias, scale=2.0)
-    knobs = dict(persistent=True)
-    if case.tma_store is not None:
-        knobs["tma_store"] = case.tma_store
+    knobs = dict(persistent=True, **knobs)
     if ctx.device != "cuda":
-        knobs.update(block_m=32, block_n=32, block_k=16)  # several tiles and K steps per program
+        knobs.update(block_m=32, block_n=32, block_k=16)
+    return a, b, bias, knobs
+
+
+@register(W, "persistent.tma", tier="kernel", uses=("gemm_bias_relu",), cases=_persistent_cases,
+          doc="persistent=True: the persistent TMA-descriptor kernel, row-major and transposed "
+              "operands")
+def persistent_tma(ctx, impl, case):
+    extra = {} if case.tma_store is None else dict(tma_store=case.tma_store)
+    a, b, bias, knobs = _persistent_inputs(ctx, case, **extra)
     out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
     _compare(ctx, out, a, b, bias, case.relu)
     _note_upcast(ctx, case.dtype)
@@ -610,20 +616,8 @@ def _stream_k_cases(device: str) -> list[Case]:
           doc="stream_k=True: the tiles of a partly filled last wave shared among all programs; "
               "right, and the same bits on a second call")
 def persistent_stream_k(ctx, impl, case):
-    from checks.core import Unavailable
-
     torch = ctx.torch
-    if ctx.device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
-        raise Unavailable("the persistent TMA path needs compute capability 9.0 or newer")
-    if ctx.device == "interpreter":
-        _allow_descriptor_loads_under_bounds_check()
-    m, n, k = case.shape
-    a = _operand(ctx, m, k, case.dtype, case.a)
-    b = _operand(ctx, k, n, case.dtype, case.b)
-    bias = _bias(ctx, n, case.bias, scale=2.0)
-    knobs = dict(persistent=True, stream_k=True)
-    if ctx.device != "cuda":
-        knobs.update(block_m=32, block_n=32, block_k=16)
+    a, b, bias, knobs = _persistent_inputs(ctx, case, stream_k=True)
     out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
     try:
         _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
