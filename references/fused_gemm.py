@@ -270,7 +270,7 @@ def _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, st
 def _first_program(k_step, total_steps, NUM_PROGRAMS: tl.constexpr):
     """Stream-K: the program whose share of the steps holds step k_step. Program p owns steps
     [p * total // P, (p + 1) * total // P), so this is the largest p with p * total // P <= k_step."""
-    return ((k_step + 1) * NUM_PROGRAMS - 1) // total_steps
+    return (((k_step.to(tl.int64) + 1) * NUM_PROGRAMS - 1) // total_steps).to(tl.int32)
 
 
 @triton.jit
@@ -379,16 +379,17 @@ def gemm_bias_relu_persistent_kernel(
         # Nobody waits for anybody: this also works when programs run one after another (the
         # interpreter).
         pid = tl.program_id(0)
-        total_steps = SK_TILES * k_tiles
+        # int64: steps * programs passes 2^31 for K in the millions.
+        total_steps = k_tiles.to(tl.int64) * SK_TILES
         step_begin = (pid * total_steps) // NUM_PROGRAMS  # this program's run of K-steps
         step_end = ((pid + 1) * total_steps) // NUM_PROGRAMS
         # (BLOCK_M, BLOCK_N) offsets inside a partials slot
         in_slot = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
         step = step_begin
         while step < step_end:
-            t = step // k_tiles  # the tile, counted from the first shared one
-            k_first = step - t * k_tiles
-            k_last = tl.minimum(k_tiles, k_first + (step_end - step))
+            t = (step // k_tiles).to(tl.int32)  # the tile, counted from the first shared one
+            k_first = (step - t * k_tiles).to(tl.int32)
+            k_last = tl.minimum(k_tiles, k_first + (step_end - step).to(tl.int32))
             pid_m, pid_n = _tile_coords(whole_tiles + t, num_pid_m, num_pid_n, GROUP_M)
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for ki in range(k_first, k_last):
