@@ -17,8 +17,9 @@ overlap itself needs explicit control of the waits (Gluon's warpgroup_mma / warp
 or warp specialisation.
 
 This copies references/ into a temporary folder, replaces `_attend_key_blocks` of
-streaming_attention.py by the reordered loop (TMA and pointer loads alike), checks both against SDPA-cuDNN's output, and times the reference, the reordered copy and
-SDPA-cuDNN in the same rounds (graph timing) on the shapes of the attention goal. Without a GPU
+streaming_attention.py by the reordered loop (TMA and pointer loads alike), checks both
+against SDPA-cuDNN's output, and times the reference, the reordered copy and SDPA-cuDNN in the
+same rounds (graph timing) on the shapes of the attention goal. Without a GPU
 it only checks the reordered loop against a float64 reference under the interpreter (a test of
 this script). benchmarks/results/diagnostics/ keeps its output.
 """
