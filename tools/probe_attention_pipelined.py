@@ -2,6 +2,7 @@
 diagnostic, prepared for a GPU run (not yet measured on one).
 
     python3 tools/probe_attention_pipelined.py [--quick]
+    python3 tools/probe_attention_pipelined.py --compile    # any machine: no GPU needed
 
 The reference's key loop runs, per key block: S = Q K^T on the tensor cores, then the softmax
 update on the CUDA cores and the special-function units, then acc += P V on the tensor cores.
@@ -21,7 +22,9 @@ streaming_attention.py by the reordered loop (TMA and pointer loads alike), chec
 against SDPA-cuDNN's output, and times the reference, the reordered copy and SDPA-cuDNN in the
 same rounds (graph timing) on the shapes of the attention goal. Without a GPU
 it only checks the reordered loop against a float64 reference under the interpreter (a test of
-this script). benchmarks/results/diagnostics/ keeps its output.
+this script). `--compile` compiles the reference's and the reordered kernel for sm_90 (Triton's
+own ptxas, no GPU) and prints each one's registers per thread and the waits Triton put on the
+scores' dots. benchmarks/results/diagnostics/ keeps its output.
 """
 
 from __future__ import annotations
@@ -132,7 +135,58 @@ def _interpreter_check() -> int:
     return 0 if worst < 1e-2 else 1
 
 
+def _compile_report() -> int:
+    """Static facts of the two kernels for sm_90: registers, and where the scores are waited for."""
+    import os
+    import re
+    import subprocess
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from checks import loader
+
+    kernels = {"reference": loader.load("streaming_attention", "references"),
+               "reordered": loader.load("streaming_attention", loader.resolve(pipelined_copy()))}
+    # bf16, d = 64, 64 x 64 tiles, 4 warps, 3 stages, TMA descriptors built on the device:
+    # the default configuration of one head of 16384 (the goal's worst case).
+    const = dict(stride_qd=1, stride_kd=1, stride_vd=1, stride_od=1, HEAD_DIM=64, BLOCK_M=64,
+                 BLOCK_N=64, IS_CAUSAL=False, USE_TMA=True, HOST_DESCRIPTORS=False,
+                 UPCAST_DOT=False, DOT_PRECISION="tf32")
+    cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
+                             "cuobjdump")
+    print("sm_90, Triton", triton.__version__, "- bf16, d = 64, 64 x 64, 4 warps, 3 stages, TMA")
+    for name, module in kernels.items():
+        fn = module.attention_kernel
+        sig = {n: "constexpr" if n in const else "*bf16" if n.endswith("_ptr")
+               else "fp32" if n == "qk_scale" else "i32" for n in fn.arg_names}
+        src = ASTSource(fn, signature=sig, attrs={},
+                        constexprs={(fn.arg_names.index(k),): v for k, v in const.items()})
+        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                                  options=dict(num_warps=4, num_stages=3))
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(compiled.asm["cubin"])
+            f.flush()
+            usage = subprocess.run([cuobjdump, "-res-usage", f.name], capture_output=True,
+                                   text=True).stdout
+        resources = " ".join(re.findall(r"(?:REG|STACK):\d+", usage))
+        print(f"\n{name}: {resources}, shared memory {compiled.metadata.shared} bytes")
+        lines = compiled.asm["ttgir"].splitlines()
+        for i, line in enumerate(lines):  # each dot of Q with a key tile, and the wait after it
+            if "ttng.warp_group_dot %q" in line and "isAsync" in line:
+                dot = line.split("=")[0].strip()
+                wait = next((w for w in lines[i + 1:i + 4] if "warp_group_dot_wait" in w), "")
+                found = re.search(r"warp_group_dot_wait (%[\w#]+).*pendings = (\d+)", wait)
+                print(f"   async Q K^T dot {dot}: " + (
+                    f"waited for on the next line (warp_group_dot_wait {found[1]}, "
+                    f"pendings = {found[2]})" if found else "no wait within 3 lines"))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if "--compile" in argv:
+        return _compile_report()
     from checks import device as devices
 
     if devices.select() != "cuda":

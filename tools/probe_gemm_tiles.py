@@ -50,6 +50,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools._timing import graph_medians_us  # noqa: E402
 
 
+def _operands(m: int, n: int, k: int, dtype, seed: int):
+    """A (m, k), B (k, n), a float32 bias, the float32 reference of relu(A B + bias), and the two
+    torch providers every GEMM probe times next to ours (torch.mm, the same-contract baseline)."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
+    bias = torch.randn(n, device="cuda", dtype=torch.float32, generator=g)
+    expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
+    calls = {"torch.mm": lambda: torch.mm(a, b),
+             "same-contract": lambda: torch.mm(a, b, out_dtype=torch.float32)
+             .add_(bias).relu_().to(dtype)}
+    return a, b, bias, expected, calls
+
+
+def _rel_err(out, expected) -> float:
+    return ((out.float() - expected).abs() / (expected.abs() + 1)).max().item()
+
+
+def _print_rows(title: str, calls: dict, medians: list[float], flops: int) -> None:
+    """One line per provider: time, TFLOP/s and the ratios to torch.mm and the same-contract
+    baseline (the first two entries of `calls`, as _operands builds them)."""
+    print(f"\n{title} (graph timing, interleaved rounds)", flush=True)
+    for label, us in zip(calls, medians, strict=True):
+        print(f"   {us:8.1f} us {flops / us / 1e6:5.0f} TFLOP/s  "
+              f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}", flush=True)
+
+
 def large_probe() -> int:
     import torch
 
@@ -64,30 +93,19 @@ def large_probe() -> int:
         dict(tma_store=False), dict(persistent=False))]
     for size in (4096, 8192):
         for dtype in (torch.float16, torch.bfloat16):
-            g = torch.Generator(device="cuda").manual_seed(size)
-            a = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
-            b = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
-            bias = torch.randn(size, device="cuda", dtype=torch.float32, generator=g)
-            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
-            calls = {"torch.mm": lambda: torch.mm(a, b),
-                     "same-contract": lambda: torch.mm(a, b, out_dtype=torch.float32)
-                     .add_(bias).relu_().to(dtype)}
+            a, b, bias, expected, calls = _operands(size, size, size, dtype, seed=size)
             for knobs in variants:
                 def ours(knobs=knobs):
                     return fg.gemm_bias_relu(a, b, bias, **knobs)
 
                 try:
-                    err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
+                    err = _rel_err(ours(), expected)
                 except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory: report it
                     print(f"   {knobs}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
                     continue
                 calls[f"{knobs or 'default'} rel.err {err:.1e}"] = ours
             medians = graph_medians_us(calls.values(), plan)
-            print(f"\n{size}^3 {str(dtype)[6:]} (graph timing, interleaved rounds)", flush=True)
-            for label, us in zip(calls, medians, strict=True):
-                print(f"   {us:8.1f} us {2 * size ** 3 / us / 1e6:5.0f} TFLOP/s  "
-                      f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}",
-                      flush=True)
+            _print_rows(f"{size}^3 {str(dtype)[6:]}", calls, medians, 2 * size ** 3)
     return 0
 
 
@@ -137,28 +155,16 @@ def stream_k_probe() -> int:
     variants = [(False, 64), (None, 64), (True, 16), (True, 32), (True, 64)]
     for m, n, k in shapes:
         for dtype in dtypes:
-            g = torch.Generator(device="cuda").manual_seed(m + n + k)
-            a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
-            b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
-            bias = torch.randn(n, device="cuda", dtype=torch.float32, generator=g)
-            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
-            calls = {"torch.mm": lambda: torch.mm(a, b),
-                     "same-contract": lambda: torch.mm(a, b, out_dtype=torch.float32)
-                     .add_(bias).relu_().to(dtype)}
+            a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
             for sk, rows in variants:
                 def ours(sk=sk, rows=rows):
                     fg._MAX_FIXUP_ROWS = rows
                     return fg.gemm_bias_relu(a, b, bias, stream_k=sk)
 
-                err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
+                err = _rel_err(ours(), expected)
                 calls[f"stream_k={sk} rows={rows} rel.err {err:.1e}"] = ours
             medians = graph_medians_us(calls.values(), plan)
-            print(f"\n{m}x{n}x{k} {str(dtype)[6:]} (graph timing, interleaved rounds)",
-                  flush=True)
-            for label, us in zip(calls, medians, strict=True):
-                print(f"   {us:8.1f} us {2 * m * n * k / us / 1e6:5.0f} TFLOP/s  "
-                      f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}",
-                      flush=True)
+            _print_rows(f"{m}x{n}x{k} {str(dtype)[6:]}", calls, medians, 2 * m * n * k)
     fg._MAX_FIXUP_ROWS = 64
     return 0
 
@@ -211,11 +217,7 @@ def stream_k_parts_probe() -> int:
         modules[name] = loader.load("fused_gemm", loader.resolve(folder))
     plan = harness.PLANS["full"]
     for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (6144, 6144, 6144)):
-        dtype = torch.float16
-        g = torch.Generator(device="cuda").manual_seed(m + n + k)
-        a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
-        b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
-        bias = torch.randn(n, device="cuda", dtype=torch.float32, generator=g)
+        a, b, bias, _, _ = _operands(m, n, k, torch.float16, seed=m + n + k)
         calls = {"torch.mm": lambda: torch.mm(a, b),
                  "stream_k=False": lambda: fg.gemm_bias_relu(a, b, bias, stream_k=False),
                  "workspace alone": lambda: (torch.empty((264, 128 * 256), device="cuda"),
@@ -256,30 +258,22 @@ def main() -> int:
                                   (64, 256, 4, 3), (128, 256, 8, 3))]
     for size in (1024, 2048, 4096):
         for dtype in (torch.float16, torch.bfloat16):
-            g = torch.Generator(device="cuda").manual_seed(size)
-            a = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
-            b = torch.randn(size, size, device="cuda", dtype=dtype, generator=g)
-            bias = torch.randn(size, device="cuda", dtype=torch.float32, generator=g)
+            a, b, bias, expected, baselines = _operands(size, size, size, dtype, seed=size)
             flops = 2 * size ** 3
-            expected = torch.relu(torch.mm(a.float(), b.float()) + bias)
-
-            def same_contract():
-                return torch.mm(a, b, out_dtype=torch.float32).add_(bias).relu_().to(dtype)
-
-            mm_us = time(lambda: torch.mm(a, b))
-            same_us = time(same_contract)
+            mm_us = time(baselines["torch.mm"])
+            same_us = time(baselines["same-contract"])
             print(f"\n{size}^3 {str(dtype)[6:]}: torch.mm {mm_us:.1f} us "
                   f"({flops / mm_us / 1e6:.0f} TFLOP/s), same-contract {same_us:.1f} us",
                   flush=True)
             if size == 4096:
-                variants = [{}, dict(tiles[-1], num_stages=4)] * 2 + [{}, dict(tiles[-1], num_stages=4)]
+                variants = [{}, dict(tiles[-1], num_stages=4)] * 3
             else:
                 variants = [{}] + tiles + [dict(t, persistent=False) for t in tiles[:4]]
             for knobs in variants:
                 def ours(knobs=knobs):
                     return fg.gemm_bias_relu(a, b, bias, **knobs)
 
-                err = ((ours().float() - expected).abs() / (expected.abs() + 1)).max().item()
+                err = _rel_err(ours(), expected)
                 us = time(ours)
                 label = "default " + str(fg.default_config(size, size, size)) if not knobs \
                     else str(knobs)
