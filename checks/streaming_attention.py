@@ -340,6 +340,104 @@ def forward_values(ctx, impl, case):
 
 
 # ---------------------------------------------------------------------------------------------
+# forward.kv_splits: a row block's keys shared among several programs, then merged
+# ---------------------------------------------------------------------------------------------
+def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale=True,
+                    tail_in_every_split=False):
+    """Split-KV in float64: each split's (m, l, acc) over its share of the keys, then merged.
+
+    The shares follow the reference's plan: a row block's key blocks before its masked stage
+    (causal: left of the row block; else: every full key block) are dealt out in consecutive
+    runs of ceil(steps / splits) blocks; the last split also takes the masked stage (causal:
+    the diagonal block; else: the ragged tail). rescale=False merges the splits' sums without
+    the weights exp(m_s - M); tail_in_every_split=True lets every split run the masked stage.
+    """
+    import torch
+
+    n = q.shape[0]
+    s_all = (q.double().cpu() @ k.double().cpu().T) * scale  # (N, N)
+    if causal:
+        s_all = s_all.masked_fill(torch.ones((n, n), dtype=torch.bool).triu(1), -math.inf)
+    vd = v.double().cpu()
+    out = torch.empty((n, v.shape[1]), dtype=torch.float64)
+    for start_m in range(0, n, block_m):
+        rows = slice(start_m, min(start_m + block_m, n))
+        hi1 = start_m if causal else (n // block_n) * block_n  # end of the unmasked stage
+        hi2 = min(start_m + block_m, n) if causal else n
+        steps = hi1 // block_n
+        per = -(-steps // splits)
+        m_s, l_s, acc_s = [], [], []
+        for split in range(splits):
+            lo, hi = min(split * per, steps) * block_n, min((split + 1) * per, steps) * block_n
+            keys = list(range(lo, hi))
+            if split == splits - 1 or tail_in_every_split:
+                keys += list(range(hi1, hi2))
+            s = s_all[rows][:, keys]
+            m = s.max(dim=1).values if keys else torch.full((s.shape[0],), -math.inf,
+                                                               dtype=torch.float64)
+            p = torch.exp(s - m[:, None]) if keys else s
+            m_s.append(m)
+            l_s.append(p.sum(dim=1))
+            acc_s.append(p @ vd[keys])
+        m_max = torch.stack(m_s).max(dim=0).values
+        num = torch.zeros_like(acc_s[0])
+        den = torch.zeros_like(l_s[0])
+        for m, l, acc in zip(m_s, l_s, acc_s):
+            w = torch.exp(m - m_max) if rescale else torch.where(m.isfinite(), 1.0, 0.0)
+            num += w[:, None] * acc
+            den += w * l
+        out[rows] = num / den[:, None]
+    return out
+
+
+def _kv_splits_cases(device: str) -> list[Case]:
+    if device == "cuda":
+        return [Case(n=n, d=d, dtype=dt, causal=c, splits=sp, blocks="default")
+                for n in (257, 1000, 4097) for d in (64, 128) for dt in ("float16", "bfloat16")
+                for c in (False, True) for sp in (2, 3, 8)]
+    # Interpreter: 64 x 32 or 32 x 16 tiles, so every split holds a few key blocks; 8 splits of
+    # a short row block leave some splits empty (their state must weigh nothing).
+    return [Case(n=257, d=32, dtype="float16", causal=False, splits=3, blocks=(64, 32)),
+            Case(n=257, d=64, dtype="bfloat16", causal=True, splits=2, blocks=(64, 32)),
+            Case(n=100, d=16, dtype="float32", causal=True, splits=8, blocks=(32, 16)),
+            Case(n=100, d=128, dtype="float16", causal=False, splits=8, blocks=(32, 16))]
+
+
+@register(W, "forward.kv_splits", tier="kernel", uses=("attention",), cases=_kv_splits_cases,
+          doc="kv_splits > 1: each row block's keys shared by several programs, states merged")
+def forward_kv_splits(ctx, impl, case):
+    q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
+    knobs = dict(_knobs(case), kv_splits=case.splits)
+    out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
+                   expect_shape=(case.n, case.d), expect_dtype=case.dtype)
+    _interpreter_notes(ctx, case.dtype)
+    scale = case.d ** -0.5
+    rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, scale))
+    expected = reference(q, k, v, causal=case.causal, scale=scale)
+
+    def replay(label, **switches):
+        def diagnose(got, expected, bad):
+            for bm, bn in _block_candidates(impl, case, case.n, case.d, case.dtype, case.causal):
+                cand = _split_merged64(q, k, v, causal=case.causal, scale=scale, block_m=bm,
+                                       block_n=bn, splits=case.splits, **switches)
+                err = (got.double().cpu() - cand).abs()
+                if bool((err <= atol + rtol * cand.abs()).all()):
+                    return label
+            return None
+
+        return diagnose
+
+    ctx.assert_close(out, expected, name=f"attention with kv_splits={case.splits}", rtol=rtol,
+                     atol=atol, diagnose=[
+                         replay("split states merged without rescaling: weigh each split's "
+                                "acc and l by exp2(m_s - M), M the largest of the splits' "
+                                "maxima, before adding them", rescale=False),
+                         replay("the masked stage (tail or diagonal block) ran in every split: "
+                                "only the last split may take it, or its keys count more than "
+                                "once", tail_in_every_split=True)])
+
+
+# ---------------------------------------------------------------------------------------------
 # forward.strided: slices of a packed qkv tensor and other views, passed as they are
 # ---------------------------------------------------------------------------------------------
 def _strided_inputs(ctx, layout: str, n: int, d: int, dtype: str):
@@ -633,6 +731,10 @@ def bad_calls(ctx, impl, case):
     ctx.expect_error(att, q, k, v, blockm=64, mentions=["blockm"],
                      what="attention: an unknown keyword argument")
     ctx.expect_error(att, q, k, v, tma="yes", mentions=["tma"], what="attention: tma not a bool")
+    ctx.expect_error(att, q, k, v, kv_splits=0, mentions=["kv_splits"],
+                     what="attention: kv_splits = 0")
+    ctx.expect_error(att, q, k, v, kv_splits=2.0, mentions=["kv_splits"],
+                     what="attention: kv_splits not an int")
     if ctx.device == "cuda":
         ctx.expect_error(att, q.t().contiguous().t(), k, v, tma=True, mentions=["tma"],
                          what="attention: tma=True with a column-major q (no unit stride)")

@@ -45,7 +45,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ._gpu import capability, descriptor_scratch, device_index
+from ._gpu import capability, cdiv, descriptor_scratch, device_index, sm_count
 from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
 
 HEAD_DIMS = (16, 32, 64, 128)
@@ -113,6 +113,7 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
 @triton.jit
 def attention_kernel(
     q_ptr, k_ptr, v_ptr, out_ptr,  # pointers
+    acc_part_ptr, m_part_ptr, l_part_ptr,  # KV_SPLITS > 1: each split's state (else unused)
     n_ctx,  # N: rows of q, k, v and out in every head
     qk_scale,  # scale * log2(e): scores in log2 units, so exp2 replaces exp
     stride_qh, stride_qm, stride_qd,  # q strides: head, row, feature
@@ -129,8 +130,14 @@ def attention_kernel(
     UPCAST_DOT: tl.constexpr,  # interpreter + 16-bit inputs: run tl.dot in fp32 (no bf16 dot
                                # there; numpy's fp16 matmul is ~100x slower than fp32)
     DOT_PRECISION: tl.constexpr,  # "ieee" for fp32 inputs (no TF32 rounding), else "tf32"
+    KV_SPLITS: tl.constexpr,  # programs per row block, each on its share of the keys (1: the
+                              # lesson's kernel; more when one row block per program leaves
+                              # SMs idle)
 ):
-    head = tl.program_id(1)
+    # Axis 1 runs over (head, split) pairs. With KV_SPLITS = 1 (the lesson's kernel) the
+    # split is always 0 and this is just the head.
+    head = tl.program_id(1) // KV_SPLITS
+    split = tl.program_id(1) % KV_SPLITS
     if IS_CAUSAL:
         # Row blocks near the bottom see the most keys: launch those first, so the short ones
         # fill the gaps at the end instead of a long one starting last.
@@ -146,7 +153,7 @@ def attention_kernel(
         # shared memory; a descriptor tells it the tensor's shape and strides. Each program
         # builds its own (in a scratch buffer the launcher's allocator provides). Rows past N
         # load as zeros and are not written: the copy engine clips them itself.
-        n_heads = tl.num_programs(1)
+        n_heads = tl.num_programs(1) // KV_SPLITS
         q_src = tl.make_tensor_descriptor(q_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
                                           strides=[stride_qh, stride_qm, 1],
                                           block_shape=[1, BLOCK_M, HEAD_DIM])
@@ -184,8 +191,17 @@ def attention_kernel(
     # cut at N; blocks right of it are skipped. Non-causal: stage 1 = every full key block;
     # stage 2 = the ragged tail block (empty when BLOCK_N divides N).
     pass
+    lo1 = 0
+    if KV_SPLITS > 1:
+        # Split-KV: this program folds only its share of stage 1's key blocks (consecutive
+        # blocks, shares differ by at most one block); the last split also runs stage 2.
+        steps = hi1 // BLOCK_N
+        per_split = (steps + KV_SPLITS - 1) // KV_SPLITS
+        lo1 = tl.minimum(split * per_split, steps) * BLOCK_N
+        hi1 = tl.minimum((split + 1) * per_split, steps) * BLOCK_N
+        hi2 = tl.where(split == KV_SPLITS - 1, hi2, lo2)
     acc, l_i, m_i = _attend_key_blocks(
-        acc, l_i, m_i, q, k_src, v_src, head, 0, hi1, offs_m, n_ctx, qk_scale,
+        acc, l_i, m_i, q, k_src, v_src, head, lo1, hi1, offs_m, n_ctx, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
         BLOCK_N, HEAD_DIM, False, IS_CAUSAL, USE_TMA, UPCAST_DOT, DOT_PRECISION)
     acc, l_i, m_i = _attend_key_blocks(
@@ -193,19 +209,66 @@ def attention_kernel(
         stride_kn, stride_kd, stride_vn, stride_vd,
         BLOCK_N, HEAD_DIM, True, IS_CAUSAL, USE_TMA, UPCAST_DOT, DOT_PRECISION)
 
-    # TODO(attention, attention_heads): divide the running numerator by the running
-    # denominator, once per row, after the last key block.
-    pass
-    if USE_TMA:
-        # The descriptor clips rows past N by itself.
-        o_desc.store([head, start_m * BLOCK_M, 0],
-                     out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
-    else:
-        # Round once, at the store; the program that owns the tail rows must not write past N.
+    if KV_SPLITS > 1:
+        # Not the whole row yet: hand the unnormalised state (acc, l, m) of this split to
+        # combine_splits_kernel, in fp32. The workspace has a row for every program row (tail
+        # rows included), so no mask is needed.
+        rows = tl.program_id(1).to(tl.int64) * (tl.num_programs(0) * BLOCK_M) + offs_m
         cols = tl.arange(0, HEAD_DIM)
-        o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
-                  + offs_m.to(tl.int64)[:, None] * stride_om + cols[None, :] * stride_od)
-        tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
+        tl.store(acc_part_ptr + rows[:, None] * HEAD_DIM + cols[None, :], acc)
+        tl.store(m_part_ptr + rows, m_i)
+        tl.store(l_part_ptr + rows, l_i)
+    else:
+        # TODO(attention, attention_heads): divide the running numerator by the running
+        # denominator, once per row, after the last key block.
+        pass
+        if USE_TMA:
+            # The descriptor clips rows past N by itself.
+            o_desc.store([head, start_m * BLOCK_M, 0],
+                         out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
+        else:
+            # Round once, at the store; the program owning the tail rows must not write past N.
+            cols = tl.arange(0, HEAD_DIM)
+            o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
+                      + offs_m.to(tl.int64)[:, None] * stride_om + cols[None, :] * stride_od)
+            tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
+
+
+@triton.jit
+def combine_splits_kernel(
+    acc_part_ptr, m_part_ptr, l_part_ptr,  # (H * KV_SPLITS, n_pad, d) and (H * KV_SPLITS, n_pad)
+    out_ptr, n_ctx, n_pad,  # n_pad: rows per split in the workspace (a multiple of BLOCK_M)
+    stride_oh, stride_om, stride_od,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, KV_SPLITS: tl.constexpr,
+):
+    """Merge the KV_SPLITS partial states of BLOCK_M rows of one head into the output.
+
+    The same rescaling as one step of the online softmax, across programs instead of across
+    key blocks: with M = max_s m_s, the row's numerator is sum_s exp2(m_s - M) * acc_s and its
+    denominator sum_s exp2(m_s - M) * l_s. An empty split has m_s = -inf and weight 0; the
+    last split always holds at least one key, so M is finite.
+    """
+    head = tl.program_id(1)
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, HEAD_DIM)
+    ok = offs_m < n_ctx
+    first = head.to(tl.int64) * KV_SPLITS * n_pad  # row 0 of split 0 of this head
+    m_max = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    for s in range(KV_SPLITS):  # a constexpr bound: a plain loop, not unrolled
+        m_max = tl.maximum(m_max, tl.load(m_part_ptr + first + s * n_pad + offs_m, mask=ok,
+                                          other=0.0))
+    num = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    den = tl.zeros([BLOCK_M], tl.float32)
+    for s in range(KV_SPLITS):
+        rows = first + s * n_pad + offs_m
+        weight = tl.math.exp2(tl.load(m_part_ptr + rows, mask=ok, other=0.0) - m_max)
+        den += weight * tl.load(l_part_ptr + rows, mask=ok, other=1.0)
+        num += weight[:, None] * tl.load(acc_part_ptr + rows[:, None] * HEAD_DIM + cols[None, :],
+                                         mask=ok[:, None], other=0.0)
+    out = num / den[:, None]
+    o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
+              + offs_m.to(tl.int64)[:, None] * stride_om + cols[None, :] * stride_od)
+    tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=ok[:, None])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,6 +324,30 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     return dict(block_m=64, block_n=64, num_warps=4, num_stages=3, tma=None)
 
 
+# Split-KV. One head of 16384 rows in 64-row programs is 256 programs, about two per SM of an
+# H200; every program walks all 16384 keys. Giving each row block KV_SPLITS programs, each on
+# an equal share of the keys, multiplies the programs (more of them per SM hide each other's
+# softmax behind their matrix products) at the price of a small second kernel that merges the
+# splits' fp32 states (workspace: KV_SPLITS * N * d floats per head).
+_MAX_KV_SPLITS = 16
+_COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
+_SPLIT_MIN_PROGRAMS = 4  # target: at least this many programs per SM ...
+_SPLIT_MIN_KEYS = 1024  # ... while every split still walks at least this many keys
+
+
+def kv_splits_for(heads: int, n_ctx: int, block_m: int, q: torch.Tensor) -> int:
+    """The default number of key splits: 1 unless the grid leaves q's GPU short of programs."""
+    if q.device.type != "cuda" or interpreting():
+        return 1
+    programs = heads * cdiv(n_ctx, block_m)
+    target = _SPLIT_MIN_PROGRAMS * sm_count(device_index(q))
+    splits = 1
+    while (programs * splits < target and n_ctx // (2 * splits) >= _SPLIT_MIN_KEYS
+           and 2 * splits <= _MAX_KV_SPLITS):
+        splits *= 2
+    return splits
+
+
 def _sweep_configs() -> list[dict]:
     """Candidates that compile for sm_90 without register spills and fit 227 KiB of shared
     memory at d = 128 (so at d = 64 too), except (128, 64, 4 warps), kept for d <= 64 only:
@@ -284,7 +371,7 @@ def _sweep_configs() -> list[dict]:
 CONFIGS: list[dict] = _sweep_configs()
 
 
-_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma")
+_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "kv_splits")
 
 
 def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int,
@@ -309,6 +396,8 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
     check_power_of_two("block_n", config["block_n"], 16, 256)
     check_power_of_two("num_warps", config["num_warps"], 1, 16)
     check_int_range("num_stages", config["num_stages"], 1, 8)
+    if config.get("kv_splits") is not None:
+        check_int_range("kv_splits", config["kv_splits"], 1, _MAX_KV_SPLITS)
     if config["tma"] is not None and not isinstance(config["tma"], bool):
         raise TypeError(f"tma must be a bool or None (auto), got {type(config['tma']).__name__}")
     if causal and config["block_n"] > config["block_m"]:
@@ -394,16 +483,31 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         # building four on the host costs more time per call than the whole kernel at small N.
         # Triton gets their scratch memory from this allocator (a process-wide setting).
         triton.set_allocator(descriptor_scratch)
-    grid = (-(-n_ctx // block_m), heads)  # cdiv in plain Python (cheaper than triton.cdiv)
-    attention_kernel[grid](
-        *operands, n_ctx, qk_scale,
+    row_blocks = cdiv(n_ctx, block_m)
+    splits = config.get("kv_splits")
+    if splits is None:
+        splits = kv_splits_for(heads, n_ctx, block_m, q)
+    splits = min(splits, cdiv(n_ctx, block_n))  # at most one split per key block
+    workspace = (out, out, out)  # KV_SPLITS = 1: never touched
+    if splits > 1:
+        n_pad = row_blocks * block_m
+        workspace = (torch.empty((heads * splits, n_pad, head_dim), dtype=torch.float32,
+                                 device=q.device),
+                     torch.empty((heads * splits, n_pad), dtype=torch.float32, device=q.device),
+                     torch.empty((heads * splits, n_pad), dtype=torch.float32, device=q.device))
+    attention_kernel[(row_blocks, heads * splits)](
+        *operands, *workspace, n_ctx, qk_scale,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
         USE_TMA=use_tma, HOST_DESCRIPTORS=host_descriptors,
         UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        num_warps=config["num_warps"], num_stages=config["num_stages"],
+        KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=config["num_stages"],
     )
+    if splits > 1:
+        combine_splits_kernel[(cdiv(n_ctx, _COMBINE_ROWS), heads)](
+            *workspace, out, n_ctx, n_pad, *out.stride(),
+            HEAD_DIM=head_dim, BLOCK_M=_COMBINE_ROWS, KV_SPLITS=splits, num_warps=4)
     return out
 
 

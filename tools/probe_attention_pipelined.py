@@ -153,7 +153,7 @@ def _compile_report() -> int:
     # the default configuration of one head of 16384 (the goal's worst case).
     const = dict(stride_qd=1, stride_kd=1, stride_vd=1, stride_od=1, HEAD_DIM=64, BLOCK_M=64,
                  BLOCK_N=64, IS_CAUSAL=False, USE_TMA=True, HOST_DESCRIPTORS=False,
-                 UPCAST_DOT=False, DOT_PRECISION="tf32")
+                 UPCAST_DOT=False, DOT_PRECISION="tf32", KV_SPLITS=1)
     cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin",
                              "cuobjdump")
     print("sm_90, Triton", triton.__version__, "- bf16, d = 64, 64 x 64, 4 warps, 3 stages, TMA")

@@ -29,6 +29,12 @@ BUGS = [
         find="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)",
         replace="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty))", check="forward.values",
         hint="tail not masked"),
+    Bug("split_merge_not_rescaled",
+        find="weight = tl.math.exp2(tl.load(m_part_ptr + rows, mask=ok, other=0.0) - m_max)",
+        replace="weight = tl.math.exp2(tl.load(m_part_ptr + rows, mask=ok, other=0.0) * 0.0)",
+        check="forward.kv_splits", hint="merged without rescaling"),
+    Bug("masked_stage_in_every_split", find="hi2 = tl.where(split == KV_SPLITS - 1, hi2, lo2)",
+        replace="hi2 = hi2", check="forward.kv_splits", hint="ran in every split"),
     Bug("scale_not_validated", find="    if not math.isfinite(scale) or scale <= 0.0:\n",
         replace="    if False:\n", check="bad_calls", hint="validate"),
 ]

@@ -1,0 +1,91 @@
+"""Split-KV for streaming attention on a GPU: how many key splits pay, per shape and tile.
+
+    python3 tools/probe_attention_splits.py [--quick]
+
+For one head of 4096-16384 rows (and a 16-head control whose grid already fills the GPU),
+bf16, d = 64 and 128, causal and not, times `attention_heads` with kv_splits = 1, 2, 4, 8 at
+two tile configurations, and the launcher's own choice, next to SDPA-cuDNN, in interleaved
+graph-timing rounds (tools/_timing.py), after checking every output against SDPA-cuDNN's.
+Prints one line per variant; benchmarks/results/diagnostics/ keeps its output. A diagnostic,
+not evidence: the benchmark is the evidence.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools._timing import graph_medians_us  # noqa: E402
+
+TILES = {  # d -> the two tile configurations tried: the small-grid default, the large-grid one
+    64: [dict(block_m=64, block_n=64, num_warps=4, num_stages=3),
+         dict(block_m=128, block_n=64, num_warps=8, num_stages=3)],
+    128: [dict(block_m=64, block_n=64, num_warps=4, num_stages=3),
+          dict(block_m=128, block_n=64, num_warps=4, num_stages=2)],
+}
+
+
+def _label(knobs: dict) -> str:
+    if not knobs:
+        return "launcher default"
+    tile = f"{knobs['block_m']}x{knobs['block_n']}/{knobs['num_warps']}w/{knobs['num_stages']}s"
+    return f"{tile} kv_splits={knobs['kv_splits']}"
+
+
+def main(argv: list[str]) -> int:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from benchmarks import harness
+    from references import streaming_attention as sa
+
+    plan = harness.PLANS["sweep"]
+    quick = "--quick" in argv
+    shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
+    if quick:
+        shapes = [(1, 4096), (1, 16384)]
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16")
+    for heads, n in shapes:
+        for d in (64, 128):
+            for causal in (False, True):
+                q, k, v = (torch.randn(heads, n, d, device="cuda", dtype=torch.bfloat16)
+                           for _ in range(3))
+                flops = 4 * heads * n * n * d // (2 if causal else 1)
+
+                def cudnn(q=q, k=k, v=v, causal=causal):
+                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                        return F.scaled_dot_product_attention(q[None], k[None], v[None],
+                                                              is_causal=causal)[0]
+
+                variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[d]
+                                   for s in (1, 2, 4, 8)]
+                expected = cudnn().float()
+                fns, labels = [cudnn], ["sdpa-cudnn"]
+                for knobs in variants:
+                    def ours(knobs=knobs, q=q, k=k, v=v, causal=causal):
+                        return sa.attention_heads(q, k, v, causal=causal, **knobs)
+
+                    err = (ours().float() - expected).abs().max().item()
+                    if err > 0.05:
+                        print(f"   {_label(knobs)}: max |diff| vs cudnn {err:.2e}: WRONG, "
+                              f"not timed")
+                        continue
+                    fns.append(ours)
+                    labels.append(_label(knobs))
+                default_splits = sa.kv_splits_for(
+                    heads, n, sa._config({}, d, q.dtype, causal, n, heads)["block_m"], q)
+                times = graph_medians_us(fns, plan)
+                print(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
+                      f"{default_splits}):", flush=True)
+                for label, us in zip(labels, times, strict=True):
+                    print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                          f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
