@@ -12,6 +12,10 @@ What you will practise
 - Causal attention with a two-stage loop: key blocks strictly left of the diagonal need no mask,
   the diagonal block is masked (a row sees keys up to and including itself), and blocks right
   of the diagonal are skipped: they hold no work at all.
+- Split-KV, outside the exercises: when one program per row block leaves SMs idle (one head,
+  or a few), `kv_splits` programs share each row block's keys and write their unnormalised
+  (acc, l, m); `combine_splits_kernel` merges them with the same rescaling as the online
+  update (the states of two key ranges combine like two steps of the loop).
 - Ragged N: the program of the last row block owns the tail rows (masked on load and store;
   it is the last program, or the first when causal, which runs row blocks bottom first), and
   keys past N are masked to -inf in the last key block, so they get weight exp(-inf) = 0.
@@ -30,10 +34,10 @@ Limitations: a bounded teaching implementation
   q, k and v have one length N (no cross attention with a different key length).
 - Head dims 16, 32, 64, 128; float16, bfloat16, float32 (fp32 runs IEEE fp32 dot products,
   not TF32: correct to fp32 tolerances, but far from tensor-core speed).
-- Speed knobs (block sizes, warps, stages, TMA) are validated keyword arguments. The defaults
-  and `CONFIGS` were chosen from compiling every candidate for sm_90 (registers, spills, shared
-  memory), not from timings; the benchmark sweep on the H200 is what ranks them (see
-  benchmarks/ and the validation report for measured numbers).
+- Speed knobs (block sizes, warps, stages, TMA, kv_splits) are validated keyword arguments.
+  `CONFIGS` holds the candidates that compile for sm_90 without spills; the defaults come from
+  the H200 measurements quoted beside `default_config` and `kv_splits_for` (the validation
+  report has every number).
 """
 
 from __future__ import annotations
@@ -337,30 +341,44 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     # d = 64, 128 x 64 over 8 warps: 154 vs 168 us (16 x 4096), 2474 vs 2643 us (64 x 8192);
     # d = 128, 128 x 64 over 4 warps, 2 stages: 255 vs 257 us, 4181 vs 4506 us. Causal grids
     # keep 64 rows (16 x 4096 causal lost 13-20% with 128).
-    if not causal and heads * -(-n_ctx // 64) >= 512:
+    # Grids short of programs are split (kv_splits_for): there, without a causal mask, 128-row
+    # programs split to about 256 programs beat the best split of 64-row ones by 1-8% from
+    # N = 8192 on, and lost by 7-13% at N = 4096 (benchmarks/results/diagnostics/
+    # probe-attention-splits-*).
+    if not causal and (heads * -(-n_ctx // 64) >= 512 or n_ctx >= 8192):
         if head_dim <= 64:
             return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=None)
         return dict(block_m=128, block_n=64, num_warps=4, num_stages=2, tma=None)
     return dict(block_m=64, block_n=64, num_warps=4, num_stages=3, tma=None)
 
 
-# Split-KV. One head of 16384 rows in 64-row programs is 256 programs, about two per SM of an
-# H200; every program walks all 16384 keys. Giving each row block KV_SPLITS programs, each on
-# an equal share of the keys, multiplies the programs (more of them per SM hide each other's
-# softmax behind their matrix products) at the price of a small second kernel that merges the
-# splits' fp32 states (workspace: KV_SPLITS * N * d floats per head).
+# Split-KV. One head of 16384 rows in 64-row programs is 256 programs, each walking all 16384
+# keys. Giving each row block KV_SPLITS programs, each on an equal share of the keys, shortens
+# the longest program and lets several programs share an SM (one hides another's softmax
+# behind its matrix products), at the price of a small second kernel that merges the splits'
+# fp32 states (workspace: KV_SPLITS * N * (d + 2) floats per head; by default every split walks
+# at least _SPLIT_MIN_KEYS keys, so that is at most N^2 * (d + 2) / 1024: N^2 / 8 at d = 128).
+# Measured on the H200 (bf16, graph timing, one head of 4096-16384 and 16 heads of 4096,
+# d = 64 and 128; benchmarks/results/diagnostics/probe-attention-splits-*): the best grids were
+# about 2 programs per SM without a causal mask (256 programs: 1.2-2.0x the unsplit kernel's
+# time at N = 4096 and 8192, 1.03-1.2x at 16384) and about 4 per SM with one (512 programs,
+# 1.4-2.0x; 256 at N = 4096, where 8 splits would leave 512 keys each); grids that already had
+# 512 programs or more (16 heads of 4096) only lost by splitting (8-17% at 2 splits).
 _MAX_KV_SPLITS = 16
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
-_SPLIT_MIN_PROGRAMS = 4  # target: at least this many programs per SM ...
-_SPLIT_MIN_KEYS = 1024  # ... while every split still walks at least this many keys
+_SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (causal: True)
+_SPLIT_MIN_KEYS = 1024  # keys each split walks, at least
 
 
-def kv_splits_for(heads: int, n_ctx: int, block_m: int, q: torch.Tensor) -> int:
-    """The default number of key splits: 1 unless the grid leaves q's GPU short of programs."""
-    if q.device.type != "cuda" or interpreting():
+def kv_splits_for(heads: int, n_ctx: int, block_m: int, causal: bool, q: torch.Tensor) -> int:
+    """The default number of key splits: the fewest (a power of two) that give the grid about
+    _SPLIT_PROGRAMS_PER_SM programs per SM; 1 for float32 (not measured), off the GPU and for
+    grids that already have them."""
+    if q.device.type != "cuda" or interpreting() or q.dtype == torch.float32:
         return 1
     programs = heads * cdiv(n_ctx, block_m)
-    target = _SPLIT_MIN_PROGRAMS * sm_count(device_index(q))
+    # 0.9: 256 programs count as 2 per SM of the H200's 132.
+    target = 0.9 * _SPLIT_PROGRAMS_PER_SM[causal] * sm_count(device_index(q))
     splits = 1
     while (programs * splits < target and n_ctx // (2 * splits) >= _SPLIT_MIN_KEYS
            and 2 * splits <= _MAX_KV_SPLITS):
@@ -506,7 +524,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     row_blocks = cdiv(n_ctx, block_m)
     splits = config.get("kv_splits")
     if splits is None:
-        splits = kv_splits_for(heads, n_ctx, block_m, q)
+        splits = kv_splits_for(heads, n_ctx, block_m, causal, q)
     splits = min(splits, cdiv(n_ctx, block_n))  # at most one split per key block
     workspace = (out, out, out)  # KV_SPLITS = 1: never touched
     if splits > 1:
@@ -539,7 +557,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     (slices of a packed qkv tensor work as they are); d in {16, 32, 64, 128}.
     causal: row i attends to keys 0..i (its own key included).
     scale: a finite float > 0; default d ** -0.5.
-    knobs: block_m, block_n, num_warps, num_stages, tma (see CONFIGS and default_config).
+    knobs: block_m, block_n, num_warps, num_stages, tma (see CONFIGS and default_config),
+    kv_splits (programs per row block, each on a share of the keys; see kv_splits_for).
     Returns a new contiguous (N, d) tensor of q's dtype.
     """
     _check_inputs(q, k, v, 2, causal)
