@@ -399,10 +399,11 @@ def _formula_line(groups: list[list[dict]]) -> str:
 
 
 def commit_text(h: dict) -> str:
-    """The short commit of a header; "unknown" when it is not a commit id (a copy of the tree
-    without history reports "HEAD"), with "(dirty)" when the tree was known to be dirty."""
+    """The short commit of a header; "unknown" when it is not a commit id, full or abbreviated
+    to 7 or more hex digits (a copy of the tree without history reports "HEAD"), with
+    "(dirty)" when the tree was known to be dirty."""
     commit = str(h.get("git_commit") or "")
-    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit.lower()):
+    if not 7 <= len(commit) <= 40 or any(c not in "0123456789abcdef" for c in commit.lower()):
         return "unknown"
     return commit[:10] + (" (dirty)" if h.get("git_dirty") else "")
 

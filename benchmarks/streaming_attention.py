@@ -99,7 +99,8 @@ def _ours(impl, batch: int, heads: int, causal: bool, knobs: dict | None = None)
             b, h, n, d = t["q"].shape
             q, k, v = (t[name].reshape(b * h, n, d) for name in ("q", "k", "v"))  # views
             return impl.attention_heads(q, k, v, causal=causal, **knobs)
-        note = "attention_heads on (B*H, N, d) views: one launch"
+        note = ("attention_heads on (B*H, N, d) views: one launch for all heads (and one "
+                "merge of key splits where split)")
     else:
         def run(t):
             q, k, v = t["q"], t["k"], t["v"]
