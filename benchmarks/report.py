@@ -242,9 +242,31 @@ def of_ceiling(ours: dict, ceiling_tb_s: float | None) -> float | None:
 # ---------------------------------------------------------------------------------------------
 # Goals
 # ---------------------------------------------------------------------------------------------
+# A provider whose p90 is more than this many times its p10 was timed with stalls inside the
+# timed region (on the lent machine: host-side pauses in events timing, which hit torch's
+# providers in the same windows as ours). Such problems still count for the goal; the table
+# says which and gives the worst case among the others beside it.
+DISTURBED_SPREAD = 1.5
+
+
+def spread(record: dict) -> float | None:
+    """p90 / p10 of a record's samples (None without samples)."""
+    samples = record.get("samples_ms")
+    if record.get("status") != "ok" or not samples:
+        return None
+    stats = harness.summarize(samples)
+    return stats["p90"] / stats["p10"] if stats["p10"] > 0 else None
+
+
+def disturbed(group: list[dict]) -> float | None:
+    """The largest p90 / p10 of a problem's providers when above DISTURBED_SPREAD, else None."""
+    worst = max((x for x in map(spread, group) if x is not None), default=None)
+    return worst if worst is not None and worst > DISTURBED_SPREAD else None
+
+
 def evaluate_goal(goal, records: list[dict], ceiling_tb_s: float | None) -> dict:
     """Check one goal on every matching problem of one run: the worst case decides."""
-    values, failed = [], []
+    values, failed, shaky = [], [], {}
     for (experiment, label), group in group_problems(records).items():
         if experiment != goal.experiment or not goal.where(group[0]["params"]):
             continue
@@ -261,6 +283,8 @@ def evaluate_goal(goal, records: list[dict], ceiling_tb_s: float | None) -> dict
             value = ratio_to(ours, other) if other else None
         if value is not None:
             values.append((value, label))
+            if disturbed(group):
+                shaky[label] = disturbed(group)
     if failed:
         return {"status": "not met", "worst": None, "where": "; ".join(failed[:3]),
                 "n": len(values) + len(failed), "detail": "ours failed the gate or raised"}
@@ -268,8 +292,15 @@ def evaluate_goal(goal, records: list[dict], ceiling_tb_s: float | None) -> dict
         return {"status": "not measured", "worst": None, "where": "", "n": 0, "detail": ""}
     worst, where = min(values)
     met = worst >= goal.threshold
+    detail = ""
+    if where in shaky:
+        steady = [(v, label) for v, label in values if label not in shaky]
+        detail = (f"worst case timed with stalls: p90 {shaky[where]:.1f}x p10; "
+                  f"{len(shaky)} of {len(values)} problems so")
+        if steady:
+            detail += f"; worst of the others {min(steady)[0]:.2f} ({min(steady)[1]})"
     return {"status": "met" if met else "not met", "worst": worst, "where": where,
-            "n": len(values), "detail": ""}
+            "n": len(values), "detail": detail}
 
 
 def goals_table(workshop: str, runs: dict) -> list[str]:

@@ -394,6 +394,25 @@ def test_goal_worst_case_decides():
     assert report.evaluate_goal(nothing, records, 5.0)["status"] == "not measured"
 
 
+def test_goal_names_a_worst_case_timed_with_stalls():
+    from benchmarks._common import Goal
+
+    def rec(provider, role, samples, width):
+        return {"experiment": "forward", "problem": f"w={width}", "params": {"width": width},
+                "provider": provider, "label": provider, "role": role, "metric": "bandwidth",
+                "bytes": 4 * 10**9, "status": "ok", "samples_ms": samples}
+
+    steady, stalled = [1.0] * 10, [1.0] * 5 + [5.0] * 5  # median 3.0, p90 / p10 = 5
+    records = [rec("ours", harness.OURS, stalled, 1), rec("torch", harness.BASELINE, steady, 1),
+               rec("ours", harness.OURS, steady, 2), rec("torch", harness.BASELINE, [1.1] * 10, 2)]
+    result = report.evaluate_goal(Goal("1x torch", "speedup", 1.0, lambda p: True,
+                                       against="torch"), records, 5.0)
+    # The verdict still comes from every problem; the note says why the worst one is suspect.
+    assert result["status"] == "not met" and result["where"] == "w=1"
+    assert "timed with stalls: p90 5.0x p10; 1 of 2 problems so" in result["detail"]
+    assert "worst of the others 1.10 (w=2)" in result["detail"]
+
+
 def test_stale_notice_names_changed_sources(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     from checks import provenance
