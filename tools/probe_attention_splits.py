@@ -42,6 +42,10 @@ def main(argv: list[str]) -> int:
     from benchmarks import harness
     from references import streaming_attention as sa
 
+    if not torch.cuda.is_available():
+        print("probe_attention_splits times kernels on a GPU; none is visible here (the "
+              "split path's correctness is the check forward.kv_splits, which runs anywhere)")
+        return 2
     plan = harness.PLANS["sweep"]
     quick = "--quick" in argv
     shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
