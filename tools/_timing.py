@@ -19,3 +19,16 @@ def graph_medians_us(fns, plan) -> list[float]:
     finally:
         for t in timers:
             t.close()
+
+
+def sdpa_cudnn(q, k, v, causal: bool):
+    """A zero-argument call of torch's SDPA pinned to the cuDNN backend on (H, N, d) q, k, v:
+    the attention probes' yardstick (the benchmark's own provider is in benchmarks/)."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def run():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]
+
+    return run

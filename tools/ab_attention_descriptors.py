@@ -20,11 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def main(argv: list[str]) -> int:
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from benchmarks import harness
     from references import streaming_attention as sa
+    from tools._timing import sdpa_cudnn
 
     plan = harness.PLANS["sweep"]
     flush = torch.empty(harness.L2_FLUSH_BYTES // 4, device="cuda")
@@ -47,11 +46,7 @@ def main(argv: list[str]) -> int:
                            for _ in range(3))
                 flops = 4 * heads * n * n * d // (2 if causal else 1)
 
-                def cudnn():
-                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        return F.scaled_dot_product_attention(q[None], k[None], v[None],
-                                                              is_causal=causal)[0]
-
+                cudnn = sdpa_cudnn(q, k, v, causal)
                 expected = cudnn().float()
                 base = harness.summarize(harness.time_graph(cudnn, plan)["samples_ms"])["median"]
                 print(f"H={heads} N={n} d={d} causal={causal}: cudnn graph {base * 1e3:.1f} us "

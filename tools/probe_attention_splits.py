@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import graph_medians_us  # noqa: E402
+from tools._timing import graph_medians_us, sdpa_cudnn  # noqa: E402
 
 TILES = {  # d -> the two tile configurations tried: the small-grid default, the large-grid one
     64: [dict(block_m=64, block_n=64, num_warps=4, num_stages=3),
@@ -36,8 +36,6 @@ def _label(knobs: dict) -> str:
 
 def main(argv: list[str]) -> int:
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from benchmarks import harness
     from references import streaming_attention as sa
@@ -60,11 +58,7 @@ def main(argv: list[str]) -> int:
                            for _ in range(3))
                 flops = 4 * heads * n * n * d // (2 if causal else 1)
 
-                def cudnn(q=q, k=k, v=v, causal=causal):
-                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        return F.scaled_dot_product_attention(q[None], k[None], v[None],
-                                                              is_causal=causal)[0]
-
+                cudnn = sdpa_cudnn(q, k, v, causal)
                 variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[d]
                                    for s in (1, 2, 4, 8)]
                 expected = cudnn().float()
