@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
 
     from benchmarks import harness
     from references import streaming_attention as sa
-    from tools._timing import sdpa_cudnn
+    from tools._timing import attention_problems, sdpa_cudnn
 
     plan = harness.PLANS["sweep"]
     flush = torch.empty(harness.L2_FLUSH_BYTES // 4, device="cuda")
@@ -39,37 +39,31 @@ def main(argv: list[str]) -> int:
         ("host-desc   128x64/8w/3s", True, dict(block_m=128, block_n=64, num_warps=8, num_stages=3)),
         ("pointers    64x64/4w/3s", False, dict(tma=False)),
     ]
-    for heads, n in shapes:
-        for d in (64, 128):
-            for causal in (False, True):
-                q, k, v = (torch.randn(heads, n, d, device="cuda", dtype=torch.bfloat16)
-                           for _ in range(3))
-                flops = 4 * heads * n * n * d // (2 if causal else 1)
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes):
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        expected = cudnn().float()
+        base = harness.summarize(harness.time_graph(cudnn, plan)["samples_ms"])["median"]
+        print(f"H={heads} N={n} d={d} causal={causal}: cudnn graph {base * 1e3:.1f} us "
+              f"({flops / base / 1e9:.0f} TFLOP/s)", flush=True)
+        for label, host, knobs in variants:
+            if causal and knobs.get("block_n", 0) > knobs.get("block_m", 1 << 20):
+                continue
+            sa.DESCRIPTORS_ON_HOST = host
 
-                cudnn = sdpa_cudnn(q, k, v, causal)
-                expected = cudnn().float()
-                base = harness.summarize(harness.time_graph(cudnn, plan)["samples_ms"])["median"]
-                print(f"H={heads} N={n} d={d} causal={causal}: cudnn graph {base * 1e3:.1f} us "
-                      f"({flops / base / 1e9:.0f} TFLOP/s)", flush=True)
-                for label, host, knobs in variants:
-                    if causal and knobs.get("block_n", 0) > knobs.get("block_m", 1 << 20):
-                        continue
-                    sa.DESCRIPTORS_ON_HOST = host
+            def ours():
+                return sa.attention_heads(q, k, v, causal=causal, **knobs)
 
-                    def ours():
-                        return sa.attention_heads(q, k, v, causal=causal, **knobs)
-
-                    err = (ours().float() - expected).abs().max().item()
-                    graph = harness.summarize(harness.time_graph(ours, plan)["samples_ms"])
-                    line = (f"   {label}: graph {graph['median'] * 1e3:8.1f} us "
-                            f"({flops / graph['median'] / 1e9:4.0f} TFLOP/s, "
-                            f"{base / graph['median']:.2f}x cudnn)")
-                    if not knobs:
-                        events = harness.summarize(
-                            harness.time_events(ours, plan, flush)["samples_ms"])
-                        line += f", events {events['median'] * 1e3:8.1f} us"
-                    print(f"{line}, max |diff| vs cudnn {err:.1e}", flush=True)
-                sa.DESCRIPTORS_ON_HOST = False
+            err = (ours().float() - expected).abs().max().item()
+            graph = harness.summarize(harness.time_graph(ours, plan)["samples_ms"])
+            line = (f"   {label}: graph {graph['median'] * 1e3:8.1f} us "
+                    f"({flops / graph['median'] / 1e9:4.0f} TFLOP/s, "
+                    f"{base / graph['median']:.2f}x cudnn)")
+            if not knobs:
+                events = harness.summarize(
+                    harness.time_events(ours, plan, flush)["samples_ms"])
+                line += f", events {events['median'] * 1e3:8.1f} us"
+            print(f"{line}, max |diff| vs cudnn {err:.1e}", flush=True)
+        sa.DESCRIPTORS_ON_HOST = False
     return 0
 
 

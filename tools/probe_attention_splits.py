@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import graph_medians_us, sdpa_cudnn  # noqa: E402
+from tools._timing import attention_problems, graph_medians_us, sdpa_cudnn  # noqa: E402
 
 TILES = {  # d -> the two tile configurations tried: the small-grid default, the large-grid one
     64: [dict(block_m=64, block_n=64, num_warps=4, num_stages=3),
@@ -51,37 +51,29 @@ def main(argv: list[str]) -> int:
         shapes = [(1, 4096), (1, 16384)]
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16")
-    for heads, n in shapes:
-        for d in (64, 128):
-            for causal in (False, True):
-                q, k, v = (torch.randn(heads, n, d, device="cuda", dtype=torch.bfloat16)
-                           for _ in range(3))
-                flops = 4 * heads * n * n * d // (2 if causal else 1)
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes):
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[d] for s in (1, 2, 4, 8)]
+        expected = cudnn().float()
+        fns, labels = [cudnn], ["sdpa-cudnn"]
+        for knobs in variants:
+            def ours(knobs=knobs, q=q, k=k, v=v, causal=causal):
+                return sa.attention_heads(q, k, v, causal=causal, **knobs)
 
-                cudnn = sdpa_cudnn(q, k, v, causal)
-                variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[d]
-                                   for s in (1, 2, 4, 8)]
-                expected = cudnn().float()
-                fns, labels = [cudnn], ["sdpa-cudnn"]
-                for knobs in variants:
-                    def ours(knobs=knobs, q=q, k=k, v=v, causal=causal):
-                        return sa.attention_heads(q, k, v, causal=causal, **knobs)
-
-                    err = (ours().float() - expected).abs().max().item()
-                    if err > 0.05:
-                        print(f"   {_label(knobs)}: max |diff| vs cudnn {err:.2e}: WRONG, "
-                              f"not timed")
-                        continue
-                    fns.append(ours)
-                    labels.append(_label(knobs))
-                default_splits = sa.kv_splits_for(
-                    heads, n, sa._config({}, d, q.dtype, causal, n, heads)["block_m"], q)
-                times = graph_medians_us(fns, plan)
-                print(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
-                      f"{default_splits}):", flush=True)
-                for label, us in zip(labels, times, strict=True):
-                    print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                          f"{times[0] / us:.2f}x cudnn", flush=True)
+            err = (ours().float() - expected).abs().max().item()
+            if err > 0.05:
+                print(f"   {_label(knobs)}: max |diff| vs cudnn {err:.2e}: WRONG, not timed")
+                continue
+            fns.append(ours)
+            labels.append(_label(knobs))
+        default_splits = sa.kv_splits_for(
+            heads, n, sa._config({}, d, q.dtype, causal, n, heads)["block_m"], causal, q)
+        times = graph_medians_us(fns, plan)
+        print(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
+              f"{default_splits}):", flush=True)
+        for label, us in zip(labels, times, strict=True):
+            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.2f}x cudnn", flush=True)
     return 0
 
 
