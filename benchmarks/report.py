@@ -283,8 +283,9 @@ def evaluate_goal(goal, records: list[dict], ceiling_tb_s: float | None) -> dict
             value = ratio_to(ours, other) if other else None
         if value is not None:
             values.append((value, label))
-            if disturbed(group):
-                shaky[label] = disturbed(group)
+            spread_of_problem = disturbed(group)
+            if spread_of_problem:
+                shaky[label] = spread_of_problem
     if failed:
         return {"status": "not met", "worst": None, "where": "; ".join(failed[:3]),
                 "n": len(values) + len(failed), "detail": "ours failed the gate or raised"}
