@@ -467,10 +467,9 @@ def knobs_group_m(ctx, impl, case):
 
 def _block_cases(device: str) -> list[Case]:
     if device == "cuda":
-        # Indices into the module's CONFIGS (cases are listed before the module is imported;
-        # rows past its end report UNAVAILABLE).
-        return [Case(config=i, persistent=p, dtype="bfloat16") for i in range(24)
-                for p in (False, None)]
+        # Every entry of the module's CONFIGS, one case per kernel (cases are listed before
+        # the module is imported, so the entries are read inside the check).
+        return [Case(config="CONFIGS", persistent=p, dtype="bfloat16") for p in (False, None)]
     configs = [(16, 16, 16, 1, 1), (32, 64, 16, 4, 2), (64, 32, 32, 2, 3), (16, 128, 64, 4, 1)]
     return [Case(config=c, dtype=d) for c in configs for d in DTYPES]
 
@@ -478,28 +477,29 @@ def _block_cases(device: str) -> list[Case]:
 @register(W, "knobs.blocks", tier="kernel", uses=("gemm_bias_relu",), cases=_block_cases,
           doc="block sizes, warps and stages change nothing beyond float32 rounding")
 def knobs_blocks(ctx, impl, case):
-    if isinstance(case.config, int):
+    if case.config == "CONFIGS":
         # GPU: the module's own CONFIGS list (the benchmark sweep's candidates), every entry
         # checked for correctness before anyone times it.
         from checks.core import Unavailable
 
-        configs = getattr(impl, "CONFIGS", None) or []
-        if case.config >= len(configs):
-            raise Unavailable(f"CONFIGS has {len(configs)} entries; there is no entry {case.config}")
-        knobs = dict(configs[case.config])
-        if case.persistent is not None:
-            knobs["persistent"] = case.persistent
+        configs = [dict(c) for c in getattr(impl, "CONFIGS", None) or []]
+        if not configs:
+            raise Unavailable("the module has no CONFIGS list")
+        for knobs in configs:
+            if case.persistent is not None:
+                knobs["persistent"] = case.persistent
         m, n, k = 1000, 1032, 520
     else:
         bm, bn, bk, warps, stages = case.config
-        knobs = dict(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages)
+        configs = [dict(block_m=bm, block_n=bn, block_k=bk, num_warps=warps, num_stages=stages)]
         m, n, k = 70, 90, 50
-    a = ctx.randn((m, k), case.dtype)
-    b = ctx.randn((k, n), case.dtype)
-    bias = _bias(ctx, n, True)
-    out = _run(ctx, impl, a, b, bias, True, **knobs)
-    _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu({knobs})",
-             tile=(knobs["block_m"], knobs["block_n"]))
+    for knobs in configs:
+        a = ctx.randn((m, k), case.dtype)
+        b = ctx.randn((k, n), case.dtype)
+        bias = _bias(ctx, n, True)
+        out = _run(ctx, impl, a, b, bias, True, **knobs)
+        _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu({knobs})",
+                 tile=(knobs["block_m"], knobs["block_n"]))
     _note_upcast(ctx, case.dtype)
 
 

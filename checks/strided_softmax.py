@@ -409,13 +409,71 @@ def bad_calls(ctx, impl, case):
     ctx.expect_error(f, x, splits=0, mentions=["splits"], what="splits = 0")
     ctx.expect_error(f, x, splits=65, mentions=["splits"], what="splits = 65")
     ctx.expect_error(f, x, splits=2, path="A", mentions=["splits"], what="splits on path A")
+    ctx.expect_error(f, x, exchange="yes", mentions=["exchange"], what="exchange not a bool")
+    ctx.expect_error(f, x, exchange=True, mentions=["exchange", "path"],
+                     what="exchange on path A")
+    ctx.expect_error(f, x.t(), exchange=True, splits=2, mentions=["exchange", "splits"],
+                     what="exchange with splits")
+    # 8 positions make 1 slice on a GPU; under the interpreter no exchange can run at all
+    ctx.expect_error(f, x.t(), exchange=True, mentions=["exchange"],
+                     what="exchange where it cannot run")
     if ctx.device == "cuda":
+        ctx.expect_error(f, ctx.randn((1000, 16)).t(), exchange=True, block_r=2,
+                         mentions=["exchange", "slices"], what="exchange with too many slices")
         ctx.expect_error(f, x.cpu(), mentions=["cuda"], what="CPU tensor on a GPU run")
 
 
 # ---------------------------------------------------------------------------------------------
-# CUDA tier: streams, graphs, no hidden copy, 64-bit offsets
+# CUDA tier: the exchange, streams, graphs, no hidden copy, 64-bit offsets
 # ---------------------------------------------------------------------------------------------
+def _exchange_cases(device: str) -> list[Case]:
+    # block_r small enough for many slices per strip, ragged in both dimensions
+    cases = [Case(kind="random", layout="transposed", shape=(300, 777), dim=-1, block_r=64,
+                  dtype=dt) for dt in DTYPES]
+    cases += [Case(kind="random", layout="contiguous", shape=(1000, 37), dim=0, block_r=128,
+                   dtype="float32"),
+              Case(kind="random", layout="broadcast_rows", shape=(777, 300), dim=0, block_r=32,
+                   dtype="bfloat16"),
+              # no knobs: the launcher's own choice for long float32 rows of a transposed view
+              # (tests/test_launch_rules.py checks that the choice is the exchange)
+              Case(kind="random", layout="transposed", shape=(100, 4097), dim=-1, block_r=None,
+                   dtype="float32"),
+              Case(kind="masked", layout="transposed", shape=(40, 600), dim=-1, block_r=64,
+                   dtype="float32"),
+              Case(kind="huge", layout="transposed", shape=(40, 600), dim=-1, block_r=64,
+                   dtype="float32")]
+    return cases
+
+
+@register(W, "cuda.exchange", tier="cuda", uses=SOFTMAX, cases=_exchange_cases,
+          doc="path B's exchange: slices of a strip swap statistics and wait for each other "
+              "(needs programs running at once: a GPU)")
+def cuda_exchange(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    if case.kind == "random":
+        x = make_view(ctx, case.layout, case.shape, case.dtype)
+    else:
+        m, n = case.shape
+        if case.kind == "huge":  # logits near 1e4: exp overflows without every max shift
+            base = ctx.rand_like_distinct((m, n), "float64", 0.9, 1.0) * 1e4
+        else:
+            # -inf over whole slices: a row's first slices, and a slice in the middle of
+            # another row (both rows keep finite values elsewhere)
+            base = ctx.randn((m, n), "float64", scale=3.0)
+            base[:, :150] = float("-inf")
+            base[1, 256:384] = float("-inf")
+        x = base.to(getattr(torch, case.dtype)).t().contiguous().t()
+    # No block_r: the launcher's default plan, which picks the exchange for this shape.
+    knobs = {} if case.block_r is None else {"exchange": True, "block_r": case.block_r}
+    out = _call(ctx, impl, x, case.dim, **knobs)
+    name = (f"softmax(x, dim={case.dim}, **{knobs}) of x {tuple(x.shape)} with strides "
+            f"{tuple(x.stride())}")
+    ctx.assert_close(out, _softmax64(x, case.dim), name=name, diagnose=[
+        lambda g, e, bad: "slices disagree: each must wait until every slice of its strip has "
+                          "published (max, sum), then scale exp(x - m) by exp(m - M) / S"])
+
+
 @register(W, "cuda.stream", tier="cuda", uses=SOFTMAX,
           cases=[Case(layout=lay, shape=(512, 4096), dtype="float16")
                  for lay in ("contiguous", "transposed")],

@@ -42,8 +42,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ._gpu import cdiv
-from ._validate import check_device, check_dim, check_int_range, check_power_of_two, check_tensor
+from ._gpu import cdiv, device_index, sm_count
+from ._validate import (check_device, check_dim, check_int_range, check_power_of_two,
+                        check_tensor, interpreting)
 
 # exp(x) = 2^(x * log2(e)). Every exponential below is a tl.exp2 of a product with LOG2E:
 # Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction ex2 (flushing results
@@ -54,7 +55,11 @@ LOG2E = tl.constexpr(1.4426950408889634)
 
 _MAX_ONE_BLOCK = 32768  # path A: widest row held in registers (16 warps: 64 fp32 per thread)
 _MAX_TILE = 65536  # most elements one program may hold in one block (block_r * block_i)
-_ROW_TILE = 2048  # path A: narrow rows are packed block_i to a program up to this many elements
+# Path A: narrow rows are packed block_i to a program up to this many bytes of input (2048
+# 16-bit or 1024 float32 elements). H200 probe (graph timing, diagnostics/probe-strided-
+# exchange-*): float32 rows of 256 ran 0.97x torch.softmax at 2048 elements per program and
+# 1.00x at 1024; rows of 512 1.00x and 1.03x.
+_ROW_TILE_BYTES = 4096
 _WIDE_CHUNK = 8192  # path A: chunk of the two-pass walk over rows wider than _MAX_ONE_BLOCK
 _STRIP_TILE = 16384  # 2-D tiles: largest tile that keeps a whole reduction in registers
 _CHUNK_TILE = 4096  # 2-D tiles: chunk of a two-pass walk (BLOCK_R x BLOCK_I)
@@ -85,6 +90,20 @@ _SPLIT_WARPS = 4
 _MAX_SPLITS = 64
 _MIN_SPLIT_ROWS = 512
 _SPLIT_PROGRAMS = 1024
+# Path B, exchange (one kernel, x read once): each program holds one slice of _EXCHANGE_TILE
+# elements, at least _EXCHANGE_MIN_SLICE positions long, with at most _EXCHANGE_SLICES slices
+# per strip, over _EXCHANGE_WARPS warps (about 155 registers a thread: 3 programs per SM).
+# Chosen by default for float32 rows of 4096 to _EXCHANGE_MAX_AUTO positions. H200 probe
+# (graph timing, 2^26-element transposed views, diagnostics/probe-strided-exchange-*): float32
+# 0.77 / 0.74 / 0.69 / 0.61 of copy at 4096 / 8192 / 16384 / 32768 positions, against 0.56 for
+# the two-kernel split; float16 0.42-0.47, no better than the split's 0.47 (a program moves
+# half the bytes for the same fixed chain of ticket, load, publish, wait, merge, store, and the
+# chain's latency dominates), so 16-bit inputs keep the split.
+_EXCHANGE_TILE = 8192
+_EXCHANGE_MIN_SLICE = 256
+_EXCHANGE_SLICES = 64
+_EXCHANGE_WARPS = 4
+_EXCHANGE_MAX_AUTO = 32768
 PATHS = ("A", "B")
 
 # Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
@@ -131,6 +150,7 @@ class Plan(NamedTuple):
     grid: int  # number of programs along I (strips of block_i rows)
     splits: int = 1  # path B: slices of the reduction per strip, one program each (1: no split)
     rows_per_split: int = 0  # positions along the reduction per slice (a multiple of block_r)
+    exchange: bool = False  # path B split in one kernel: slices swap statistics, x read once
 
 
 @triton.jit
@@ -329,6 +349,70 @@ def softmax_across_normalize_kernel(
                       m, s, stride_xi, stride_xr, stride_oi, stride_or, BLOCK_R)
 
 
+@triton.jit
+def softmax_across_exchange_kernel(
+    x_ptr, out_ptr,  # input, output
+    stats_ptr,  # float32 workspace (2, n_slices, n_i): each slice's maxima, then its sums
+    counters_ptr,  # int32 workspace (1 + strips,), zeroed: the next ticket, then arrivals per strip
+    n_i, n_r, stride_xi, stride_xr, stride_oi, stride_or,  # as in softmax_across_kernel
+    n_slices,  # slices per strip (at most the number of SMs: see plan())
+    BLOCK_I: tl.constexpr,  # neighbouring rows per strip
+    BLOCK_R: tl.constexpr,  # positions per slice: a slice is one tile, held in registers
+    SLICES: tl.constexpr,  # n_slices rounded up to a power of two (a tile side)
+):
+    """Path B, exchange: the split without a second kernel and without a second read of x.
+
+    Each program loads its (BLOCK_R, BLOCK_I) slice once and keeps exp(x - m) in registers,
+    publishes the slice's (max, sum) per row, waits until every slice of its strip has done so,
+    merges them (workshop 5's merge) and scales its registers into the output.
+
+    The wait is safe because programs take tickets, not program ids: a program holding ticket
+    t is running, and so is, or was, every program holding a ticket below t. The slices of one
+    strip hold consecutive tickets, so the only programs ever waiting are those of the strips
+    still being handed out, and once the GPU can hold n_slices programs at a time one of those
+    strips is complete. plan() keeps n_slices at most the number of SMs (each SM holds at least
+    one program). Triton's interpreter runs programs one after another, so there the first
+    program would wait for ever: plan() refuses this path there.
+    """
+    ticket = tl.atomic_add(counters_ptr, 1)  # the order in which programs started
+    strip = (ticket // n_slices).to(tl.int64)
+    slice_id = (ticket % n_slices).to(tl.int64)
+    rows = strip * BLOCK_I + tl.arange(0, BLOCK_I)  # (BLOCK_I,)
+    i = rows[None, :]  # (1, BLOCK_I)
+    i_ok = i < n_i
+    r = slice_id * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_ok = r < n_r
+    x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)  # (BLOCK_R, BLOCK_I), read once
+    m = tl.max(x, axis=0)  # (BLOCK_I,) this slice's maxima
+    shift = tl.where(m == -float("inf"), 0.0, m)  # a slice of only -inf: no -inf - (-inf)
+    p = tl.exp2((x - shift[None, :]) * LOG2E)  # exp(x - m), kept for the end
+    slot = slice_id * n_i + rows
+    tl.store(stats_ptr + slot, m, mask=rows < n_i)
+    tl.store(stats_ptr + n_slices * n_i + slot, tl.sum(p, axis=0), mask=rows < n_i)
+    # Every thread's statistics are written before the arrival is counted (the barrier), and
+    # the release makes them visible to whoever reads the count with acquire.
+    tl.debug_barrier()
+    arrived = tl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    while arrived < n_slices:
+        arrived = tl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    # The merge: M = max_k m_k, S = sum_k s_k * exp(m_k - M); missing slices read as
+    # (-inf, 0). ".cg" reads from L2, where the other programs' stores are.
+    k = tl.arange(0, SLICES).to(tl.int64)[:, None]  # (SLICES, 1)
+    ok = (k < n_slices) & i_ok
+    m_k = tl.load(stats_ptr + k * n_i + i, mask=ok, other=-float("inf"), cache_modifier=".cg")
+    s_k = tl.load(stats_ptr + (n_slices + k) * n_i + i, mask=ok, other=0.0,
+                  cache_modifier=".cg")
+    m_all = tl.max(m_k, axis=0)  # (BLOCK_I,)
+    shift_all = tl.where(m_all == -float("inf"), 0.0, m_all)
+    s_all = tl.sum(s_k * tl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+    # y = exp(x - m) * exp(m - M) / S. With the unshifted m and M: a slice of only -inf in a
+    # row that has finite values scales by exp(-inf) = 0; a row of only -inf gets NaN, as in
+    # torch and the other paths.
+    scale = tl.exp2((m - m_all) * LOG2E) / s_all
+    tl.store(out_ptr + i * stride_oi + r * stride_or,
+             (p * scale[None, :]).to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
+
+
 def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int, stride_or: int) -> str:
     """Give the lanes of a warp the dimension whose neighbours are closest in memory.
 
@@ -371,7 +455,7 @@ def _fit(n_r: int, block_i: int, one_block_tile: int, chunk_tile: int) -> int:
 def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
          block_i: int | None = None, num_warps: int | None = None,
          num_stages: int | None = None, path: str | None = None,
-         splits: int | None = None) -> Plan:
+         splits: int | None = None, exchange: bool | None = None) -> Plan:
     """Validate the knobs and decide how `softmax(x, dim, ...)` will run (nothing is launched)."""
     check_tensor("x", x, ndim=2)
     dim = check_dim(dim, 2)
@@ -387,6 +471,8 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
         raise ValueError(f"path must be one of {PATHS} or None, got {path!r}")
     if splits is not None:
         check_int_range("splits", splits, 1, _MAX_SPLITS)
+    if exchange is not None and not isinstance(exchange, bool):
+        raise TypeError(f"exchange must be a bool or None (auto), got {type(exchange).__name__}")
 
     # Normalise to "reduce along R, independent along I". The output is a new contiguous
     # tensor of x's shape, so its strides are (n_cols, 1) whatever x's are.
@@ -402,6 +488,11 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if path == "A" and splits not in (None, 1):
         raise ValueError(f"splits={splits} needs path B (it cuts the strips of path B along the "
                          f"reduction); this call runs path A")
+    if exchange is None:
+        exchange = _auto_exchange(x, n_r, path, block_r, block_i, splits)
+    if exchange:
+        return _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path,
+                              block_r, block_i, num_warps, num_stages, splits)
     # Block sizes. The lanes' dimension (A: along R, B: across I) gets the coalesced loads. When
     # the output is contiguous along the *other* dimension (path A for dim=0, path B for
     # dim=1), the tile needs at least _TRANSPOSE_SIDE elements along that one too: Triton then
@@ -419,10 +510,11 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
                 block_r = max(_pow2(n_r), 2) if n_r <= _MAX_ONE_BLOCK else _WIDE_CHUNK
             # Narrow rows: several to a program, so each program still moves a useful amount.
             if block_i is None:
-                block_i = min(max(_ROW_TILE // block_r, 1), _pow2(n_i))
+                block_i = min(max(_ROW_TILE_BYTES // (block_r * x.element_size()), 1),
+                              _pow2(n_i))
     else:
         # A strip of _ONE_BLOCK_SIDE rows with the whole reduction fits one tile: x read once.
-        short = _pow2(n_r) * _ONE_BLOCK_SIDE <= _STRIP_TILE
+        short = _short(n_r)
         if splits is None:
             # Long rows: split each strip along the reduction (stage 1 writes each slice's
             # statistics, stage 2 merges them and normalises its slice).
@@ -467,6 +559,65 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
                 splits, rows_per_split)
 
 
+def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path, block_r,
+                   block_i, num_warps, num_stages, splits) -> Plan:
+    """The plan of path B's exchange (one kernel, x read once), or a ValueError saying why it
+    cannot run this call."""
+    if path != "B":
+        raise ValueError("exchange=True needs path B (it cuts the strips of path B along the "
+                         "reduction); this call runs path A")
+    if splits is not None:
+        raise ValueError("exchange=True sets the slices itself (one per block_r positions); "
+                         "leave splits out")
+    if interpreting():
+        raise ValueError("exchange=True needs programs that run at the same time: Triton's "
+                         "interpreter runs them one after another (use exchange=False)")
+    check_device("x", x)  # before asking its GPU for the number of SMs
+    block_r = block_r or _exchange_slice(n_r)
+    block_i = min(block_i or max(_EXCHANGE_TILE // block_r, 1), _pow2(n_i))
+    if block_r * block_i > _MAX_TILE:
+        raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
+                         f"got block_r={block_r}, block_i={block_i}")
+    slices = cdiv(n_r, block_r)
+    sms = _gpu_sms(x)
+    if slices < 2 or slices > sms:
+        raise ValueError(f"exchange=True needs 2 to {sms} slices of block_r positions (every "
+                         f"slice of a strip must be able to run at once, one per SM); "
+                         f"{n_r} positions in blocks of {block_r} make {slices}")
+    return Plan("B", n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
+                False, num_warps or _EXCHANGE_WARPS, num_stages, cdiv(n_i, block_i), slices,
+                block_r, exchange=True)
+
+
+def _short(n_r: int) -> bool:
+    """Path B: a strip of _ONE_BLOCK_SIDE rows with the whole reduction fits one tile."""
+    return _pow2(n_r) * _ONE_BLOCK_SIDE <= _STRIP_TILE
+
+
+def _exchange_slice(n_r: int) -> int:
+    """Default slice length of the exchange: _EXCHANGE_MIN_SLICE positions, longer when that
+    would make more than _EXCHANGE_SLICES slices."""
+    return max(_EXCHANGE_MIN_SLICE, _pow2(cdiv(n_r, _EXCHANGE_SLICES)))
+
+
+def _auto_exchange(x, n_r, path, block_r, block_i, splits) -> bool:
+    """Whether a call that leaves `exchange` out runs it: float32 path B rows too long for one
+    tile and no longer than _EXCHANGE_MAX_AUTO (the measured range), with no knob that asks for
+    another plan, on a GPU that can hold every slice of a strip at once."""
+    if path != "B" or block_r is not None or block_i is not None or splits is not None:
+        return False
+    if x.dtype != torch.float32 or _short(n_r) or n_r > _EXCHANGE_MAX_AUTO:
+        return False
+    return cdiv(n_r, _exchange_slice(n_r)) <= _gpu_sms(x)
+
+
+def _gpu_sms(x) -> int:
+    """The SMs of x's GPU; 0 under the interpreter or for a tensor that is not on a GPU."""
+    if interpreting() or x.device.type != "cuda":
+        return 0
+    return sm_count(device_index(x))
+
+
 def _auto_splits(n_r: int, n_i: int) -> int:
     """Slices per strip for a long path-B reduction: enough for about _SPLIT_PROGRAMS programs
     over strips of _SPLIT_SIDE rows, each slice at least _MIN_SPLIT_ROWS long."""
@@ -477,7 +628,7 @@ def _auto_splits(n_r: int, n_i: int) -> int:
 def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
             block_i: int | None = None, num_warps: int | None = None,
             num_stages: int | None = None, path: str | None = None,
-            splits: int | None = None) -> torch.Tensor:
+            splits: int | None = None, exchange: bool | None = None) -> torch.Tensor:
     """Softmax of a 2-D tensor over `dim`, for any strides (0 included); statistics in float32.
 
     Returns a new contiguous tensor of x's shape and dtype. x is read in place (never copied).
@@ -488,7 +639,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     reduction per strip, 1..64; default: chosen from the shape).
     """
     p = plan(x, dim, block_r=block_r, block_i=block_i, num_warps=num_warps,
-             num_stages=num_stages, path=path, splits=splits)
+             num_stages=num_stages, path=path, splits=splits, exchange=exchange)
     check_device("x", x)
 
     # torch.empty, not empty_like: empty_like keeps a transposed input's strides.
@@ -496,6 +647,14 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if x.numel() == 0:
         return out
     stages = {} if p.num_stages is None else {"num_stages": p.num_stages}
+    if p.exchange:
+        stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
+        counters = torch.zeros(1 + p.grid, dtype=torch.int32, device=x.device)
+        softmax_across_exchange_kernel[(p.grid * p.splits,)](
+            x, out, stats, counters, p.n_i, p.n_r, p.stride_xi, p.stride_xr, p.stride_oi,
+            p.stride_or, p.splits, BLOCK_I=p.block_i, BLOCK_R=p.block_r,
+            SLICES=_pow2(p.splits), num_warps=p.num_warps, **stages)
+        return out
     if p.splits > 1:
         # Stage 1 fills (max, sum) per slice and row; stage 2 merges them and normalises.
         stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)

@@ -55,7 +55,11 @@ LOG2E = tl.constexpr(1.4426950408889634)
 
 _MAX_ONE_BLOCK = 32768  # path A: widest row held in registers (16 warps: 64 fp32 per thread)
 _MAX_TILE = 65536  # most elements one program may hold in one block (block_r * block_i)
-_ROW_TILE = 2048  # path A: narrow rows are packed block_i to a program up to this many elements
+# Path A: narrow rows are packed block_i to a program up to this many bytes of input (2048
+# 16-bit or 1024 float32 elements). H200 probe (graph timing, diagnostics/probe-strided-
+# exchange-*): float32 rows of 256 ran 0.97x torch.softmax at 2048 elements per program and
+# 1.00x at 1024; rows of 512 1.00x and 1.03x.
+_ROW_TILE_BYTES = 4096
 _WIDE_CHUNK = 8192  # path A: chunk of the two-pass walk over rows wider than _MAX_ONE_BLOCK
 _STRIP_TILE = 16384  # 2-D tiles: largest tile that keeps a whole reduction in registers
 _CHUNK_TILE = 4096  # 2-D tiles: chunk of a two-pass walk (BLOCK_R x BLOCK_I)
@@ -86,11 +90,20 @@ _SPLIT_WARPS = 4
 _MAX_SPLITS = 64
 _MIN_SPLIT_ROWS = 512
 _SPLIT_PROGRAMS = 1024
-# Path B, exchange: slices of _EXCHANGE_SLICE positions of strips of _EXCHANGE_SIDE rows, one
-# tile per program over _EXCHANGE_WARPS warps (PROBE: replaced by the H200 probe's choice).
-_EXCHANGE_SLICE = 512
-_EXCHANGE_SIDE = 32
+# Path B, exchange (one kernel, x read once): each program holds one slice of _EXCHANGE_TILE
+# elements, at least _EXCHANGE_MIN_SLICE positions long, with at most _EXCHANGE_SLICES slices
+# per strip, over _EXCHANGE_WARPS warps (about 155 registers a thread: 3 programs per SM).
+# Chosen by default for float32 rows of 4096 to _EXCHANGE_MAX_AUTO positions. H200 probe
+# (graph timing, 2^26-element transposed views, diagnostics/probe-strided-exchange-*): float32
+# 0.77 / 0.74 / 0.69 / 0.61 of copy at 4096 / 8192 / 16384 / 32768 positions, against 0.56 for
+# the two-kernel split; float16 0.42-0.47, no better than the split's 0.47 (a program moves
+# half the bytes for the same fixed chain of ticket, load, publish, wait, merge, store, and the
+# chain's latency dominates), so 16-bit inputs keep the split.
+_EXCHANGE_TILE = 8192
+_EXCHANGE_MIN_SLICE = 256
+_EXCHANGE_SLICES = 64
 _EXCHANGE_WARPS = 4
+_EXCHANGE_MAX_AUTO = 32768
 PATHS = ("A", "B")
 
 # Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
@@ -497,6 +510,8 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if path == "A" and splits not in (None, 1):
         raise ValueError(f"splits={splits} needs path B (it cuts the strips of path B along the "
                          f"reduction); this call runs path A")
+    if exchange is None:
+        exchange = _auto_exchange(x, n_r, path, block_r, block_i, splits)
     if exchange:
         return _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path,
                               block_r, block_i, num_warps, num_stages, splits)
@@ -517,10 +532,11 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
                 block_r = max(_pow2(n_r), 2) if n_r <= _MAX_ONE_BLOCK else _WIDE_CHUNK
             # Narrow rows: several to a program, so each program still moves a useful amount.
             if block_i is None:
-                block_i = min(max(_ROW_TILE // block_r, 1), _pow2(n_i))
+                block_i = min(max(_ROW_TILE_BYTES // (block_r * x.element_size()), 1),
+                              _pow2(n_i))
     else:
         # A strip of _ONE_BLOCK_SIDE rows with the whole reduction fits one tile: x read once.
-        short = _pow2(n_r) * _ONE_BLOCK_SIDE <= _STRIP_TILE
+        short = _short(n_r)
         if splits is None:
             # Long rows: split each strip along the reduction (stage 1 writes each slice's
             # statistics, stage 2 merges them and normalises its slice).
@@ -579,13 +595,13 @@ def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path
         raise ValueError("exchange=True needs programs that run at the same time: Triton's "
                          "interpreter runs them one after another (use exchange=False)")
     check_device("x", x)  # before asking its GPU for the number of SMs
-    block_i = min(block_i or _EXCHANGE_SIDE, _pow2(n_i))
-    block_r = block_r or _EXCHANGE_SLICE
+    block_r = block_r or _exchange_slice(n_r)
+    block_i = min(block_i or max(_EXCHANGE_TILE // block_r, 1), _pow2(n_i))
     if block_r * block_i > _MAX_TILE:
         raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
                          f"got block_r={block_r}, block_i={block_i}")
     slices = cdiv(n_r, block_r)
-    sms = sm_count(device_index(x)) if x.device.type == "cuda" else 0
+    sms = _gpu_sms(x)
     if slices < 2 or slices > sms:
         raise ValueError(f"exchange=True needs 2 to {sms} slices of block_r positions (every "
                          f"slice of a strip must be able to run at once, one per SM); "
@@ -593,6 +609,35 @@ def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path
     return Plan("B", n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
                 False, num_warps or _EXCHANGE_WARPS, num_stages, cdiv(n_i, block_i), slices,
                 block_r, exchange=True)
+
+
+def _short(n_r: int) -> bool:
+    """Path B: a strip of _ONE_BLOCK_SIDE rows with the whole reduction fits one tile."""
+    return _pow2(n_r) * _ONE_BLOCK_SIDE <= _STRIP_TILE
+
+
+def _exchange_slice(n_r: int) -> int:
+    """Default slice length of the exchange: _EXCHANGE_MIN_SLICE positions, longer when that
+    would make more than _EXCHANGE_SLICES slices."""
+    return max(_EXCHANGE_MIN_SLICE, _pow2(cdiv(n_r, _EXCHANGE_SLICES)))
+
+
+def _auto_exchange(x, n_r, path, block_r, block_i, splits) -> bool:
+    """Whether a call that leaves `exchange` out runs it: float32 path B rows too long for one
+    tile and no longer than _EXCHANGE_MAX_AUTO (the measured range), with no knob that asks for
+    another plan, on a GPU that can hold every slice of a strip at once."""
+    if path != "B" or block_r is not None or block_i is not None or splits is not None:
+        return False
+    if x.dtype != torch.float32 or _short(n_r) or n_r > _EXCHANGE_MAX_AUTO:
+        return False
+    return cdiv(n_r, _exchange_slice(n_r)) <= _gpu_sms(x)
+
+
+def _gpu_sms(x) -> int:
+    """The SMs of x's GPU; 0 under the interpreter or for a tensor that is not on a GPU."""
+    if interpreting() or x.device.type != "cuda":
+        return 0
+    return sm_count(device_index(x))
 
 
 def _auto_splits(n_r: int, n_i: int) -> int:

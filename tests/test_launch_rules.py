@@ -53,3 +53,58 @@ def test_attention_split_workspace_stays_far_below_a_score_matrix(h200):
             block_m = sa.default_config(128, torch.bfloat16, causal=causal, n_ctx=n)["block_m"]
             splits = sa.kv_splits_for(1, n, block_m, causal, h200())
             assert splits * n * (128 + 2) < n * n / 7
+
+
+# ---------------------------------------------------------------------------------------------
+# Strided softmax: which transposed rows take path B's exchange
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def strided_h200(monkeypatch):
+    """strided_softmax.plan as it decides on a GPU of 132 SMs, for tensors on the meta device."""
+    from references import strided_softmax as ss
+
+    monkeypatch.setattr(ss, "_gpu_sms", lambda x: 132)
+    monkeypatch.setattr(ss, "interpreting", lambda: False)
+    monkeypatch.setattr(ss, "check_device", lambda name, t: None)
+
+    def transposed(rows, width, dtype=torch.float32):
+        return torch.empty((width, rows), dtype=dtype, device="meta").t()
+
+    return ss, transposed
+
+
+@pytest.mark.parametrize("width,block_r,block_i", [
+    (4096, 256, 32), (8192, 256, 32), (16384, 256, 32), (32768, 512, 16), (2049, 256, 32)])
+def test_float32_long_transposed_rows_take_the_exchange(strided_h200, width, block_r, block_i):
+    ss, transposed = strided_h200
+    p = ss.plan(transposed((1 << 26) // width, width))
+    assert p.exchange and (p.block_r, p.block_i, p.num_warps) == (block_r, block_i, 4)
+    assert 2 <= p.splits <= 64
+
+
+@pytest.mark.parametrize("width,dtype", [
+    (2048, torch.float32),  # one tile per strip already reads x once
+    (65536, torch.float32),  # longer than the measured range
+    (4096, torch.float16), (32768, torch.bfloat16),  # 16-bit: no faster than the split
+])
+def test_other_transposed_rows_keep_their_paths(strided_h200, width, dtype):
+    ss, transposed = strided_h200
+    assert not ss.plan(transposed(4096, width, dtype)).exchange
+
+
+def test_exchange_needs_every_slice_of_a_strip_running(strided_h200, monkeypatch):
+    ss, transposed = strided_h200
+    monkeypatch.setattr(ss, "_gpu_sms", lambda x: 32)  # a small GPU: 64 slices cannot all run
+    assert not ss.plan(transposed(2048, 32768)).exchange
+    with pytest.raises(ValueError, match="slices"):
+        ss.plan(transposed(2048, 32768), exchange=True)
+    assert ss.plan(transposed(2048, 32768), exchange=True, block_r=2048).splits == 16
+
+
+def test_packed_narrow_rows_hold_4_kib_per_program():
+    from references import strided_softmax as ss
+
+    for dtype, width, block_i in ((torch.float32, 256, 4), (torch.float32, 512, 2),
+                                  (torch.float16, 256, 8), (torch.bfloat16, 1024, 2)):
+        x = torch.empty((4096, width), dtype=dtype, device="meta")
+        assert ss.plan(x).block_i == block_i
