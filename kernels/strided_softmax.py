@@ -19,6 +19,11 @@ What you will learn
     the reduction, one program per slice: stage 1 writes each slice's (max, sum), stage 2
     merges them (the merge of workshop 5) and normalises its slice. Many more programs, and
     wider (64-byte) rows per load, at the price of one extra launch.
+  * path B, exchange (`softmax_across_exchange_kernel`, float32 by default): the same slices in
+    one kernel. Each program keeps its slice's exp(x - m) in registers, publishes its (max,
+    sum), waits for the other slices of its strip and scales its registers: x is read once.
+    Programs take tickets so the wait cannot deadlock; Triton's interpreter, which runs
+    programs one at a time, cannot run it.
 - Tail ownership in two flavours: lanes past the end of a row are loaded as -inf (they take part
   in the max and the sum, and must change neither); lanes past the last row compute throwaway
   values and are never stored.
@@ -28,7 +33,9 @@ Limitations
 - Any width works. Path A holds rows of up to 32768 elements in registers (one read, one
   write); wider rows take a second pass over the input (one more read). Path B holds the whole
   reduction only for short rows (up to 2048) and walks longer ones in two passes, split over
-  several programs per strip when there are few strips. Very wide contiguous rows with few of
+  several programs per strip when there are few strips; float32 rows of up to 32768 on a GPU
+  take the exchange instead (one read). 16-bit transposed rows longer than 2048 stay under 0.5
+  of the copy bandwidth (the validation report says why). Very wide contiguous rows with few of
   them leave most of the GPU idle on path A: that is the split softmax workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
 - Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
