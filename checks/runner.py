@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from checks import catalog, loader, provenance
@@ -185,7 +186,12 @@ def _triton_available() -> bool:
 
 
 def _sources(workshops, implementation) -> list:
+    """The files whose sha256 a run's header records: the implementation under test and the
+    checks that judged it (a changed check makes the old verdicts old too)."""
     files = []
     for workshop in workshops:
         files += [p for p in loader.source_files(workshop, implementation) if p.is_file()]
+        check_module = Path(__file__).resolve().parent / f"{workshop}.py"
+        if check_module.is_file():
+            files.append(check_module)
     return files

@@ -476,7 +476,9 @@ def cuda_exchange(ctx, impl, case):
 
 @register(W, "cuda.stream", tier="cuda", uses=SOFTMAX,
           cases=[Case(layout=lay, shape=(512, 4096), dtype="float16")
-                 for lay in ("contiguous", "transposed")],
+                 for lay in ("contiguous", "transposed")]
+          # float32 transposed rows of 4096: the exchange (atomics and a wait on the stream)
+          + [Case(layout="transposed", shape=(512, 4096), dtype="float32")],
           doc="launches on the caller's current (non-default) stream")
 def cuda_stream(ctx, impl, case):
     ctx.require_cuda()
@@ -501,7 +503,10 @@ def cuda_stream(ctx, impl, case):
 
 @register(W, "cuda.graph", tier="cuda", uses=SOFTMAX,
           cases=[Case(layout=lay, shape=(256, 1000), dim=dim, dtype="bfloat16")
-                 for lay in ("contiguous", "transposed") for dim in (-1, 0)],
+                 for lay in ("contiguous", "transposed") for dim in (-1, 0)]
+          # float32 transposed rows of 5000: the exchange, whose zeroed counters the graph must
+          # reset on every replay
+          + [Case(layout="transposed", shape=(64, 5000), dim=-1, dtype="float32")],
           doc="captured in a CUDA graph, replayed on new input values")
 def cuda_graph(ctx, impl, case):
     ctx.require_cuda()

@@ -100,12 +100,13 @@ _SPLIT_PROGRAMS = 1024
 # Path B, exchange (one kernel, x read once): each program holds one slice of _EXCHANGE_TILE
 # elements, at least _EXCHANGE_MIN_SLICE positions long, with at most _EXCHANGE_SLICES slices
 # per strip, over _EXCHANGE_WARPS warps (about 155 registers a thread: 3 programs per SM).
-# Chosen by default for float32 rows of 4096 to _EXCHANGE_MAX_AUTO positions. H200 probe
-# (graph timing, 2^26-element transposed views, diagnostics/probe-strided-exchange-*): float32
-# 0.77 / 0.74 / 0.69 / 0.61 of copy at 4096 / 8192 / 16384 / 32768 positions, against 0.56 for
-# the two-kernel split; float16 0.42-0.47, no better than the split's 0.47 (a program moves
-# half the bytes for the same fixed chain of ticket, load, publish, wait, merge, store, and the
-# chain's latency dominates), so 16-bit inputs keep the split.
+# Chosen by default for float32 rows too long for one tile (over 2048) and at most
+# _EXCHANGE_MAX_AUTO positions. H200 probe (graph timing, 2^26-element transposed views,
+# diagnostics/probe-strided-exchange-*): float32 0.77 / 0.74 / 0.69 / 0.61 of copy at 4096 /
+# 8192 / 16384 / 32768 positions, against 0.56 for the two-kernel split; float16 0.47 at best,
+# as the split, and 0.33-0.40 at 32768 (a program moves half the bytes for the same fixed chain
+# of ticket, load, publish, wait, merge, store, and the chain's latency dominates), so 16-bit
+# inputs keep the split.
 _EXCHANGE_TILE = 8192
 _EXCHANGE_MIN_SLICE = 256
 _EXCHANGE_SLICES = 64
@@ -643,7 +644,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     of two, 2..65536), `block_i` rows per program (a power of two, 1..1024), `num_warps`
     (1, 2, 4, 8 or 16), `num_stages` (1..8, the two-pass loops), `path` ("A" lanes along rows,
     "B" lanes across rows; default: chosen from the strides), `splits` (path B: slices of the
-    reduction per strip, 1..64; default: chosen from the shape).
+    reduction per strip, 1..64; default: chosen from the shape), `exchange` (path B: the slices
+    of a strip in one kernel, swapping statistics, x read once; needs a GPU; default: float32
+    rows of 2049-32768).
     """
     p = plan(x, dim, block_r=block_r, block_i=block_i, num_warps=num_warps,
              num_stages=num_stages, path=path, splits=splits, exchange=exchange)

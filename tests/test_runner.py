@@ -105,6 +105,7 @@ def test_json_record_has_the_contract_fields(tmp_path):
     for key in ("date", "device", "impl", "sources", "torch", "triton", "numpy", "git_commit", "seed"):
         assert key in header
     assert any(k.endswith("references/foundations.py") for k in header["sources"])
+    assert any(k.endswith("checks/foundations.py") for k in header["sources"])
     for record in payload["results"]:
         for key in ("workshop", "check", "case", "tier", "device", "outcome", "message", "hint",
                     "max_error", "tolerance", "seconds"):
