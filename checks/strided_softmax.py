@@ -414,7 +414,7 @@ def bad_calls(ctx, impl, case):
                      what="exchange on path A")
     ctx.expect_error(f, x.t(), exchange=True, splits=2, mentions=["exchange", "splits"],
                      what="exchange with splits")
-    # 8 positions make 1 slice on a GPU; under the interpreter no exchange can run at all
+    # rows of 4 positions make 1 slice on a GPU; under the interpreter no exchange runs at all
     ctx.expect_error(f, x.t(), exchange=True, mentions=["exchange"],
                      what="exchange where it cannot run")
     if ctx.device == "cuda":
