@@ -572,9 +572,7 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
                 max(_ACROSS_CHUNK_TILE // block_i, 16)
         if num_warps is None and block_r < n_r:
             num_warps = _ACROSS_WARPS  # measured: 8 beat 16 on every large two-pass chunk
-    if block_r * block_i > _MAX_TILE:
-        raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
-                         f"got block_r={block_r}, block_i={block_i}")
+    _check_tile(block_r, block_i)
     if num_warps is None:
         # About 16 elements per thread, 1 to 16 warps.
         num_warps = min(max((block_r * block_i) // 512, 1), 16)
@@ -587,6 +585,13 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     return Plan(path, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
                 n_r <= block_r and splits == 1, num_warps, num_stages, cdiv(n_i, block_i),
                 splits, rows_per_split)
+
+
+def _check_tile(block_r: int, block_i: int) -> None:
+    """A program's tile must fit its registers: at most _MAX_TILE elements."""
+    if block_r * block_i > _MAX_TILE:
+        raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
+                         f"got block_r={block_r}, block_i={block_i}")
 
 
 def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path, block_r,
@@ -605,9 +610,7 @@ def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path
     check_device("x", x)  # before asking its GPU for the number of SMs
     block_r = block_r or _exchange_slice(n_r)
     block_i = min(block_i or max(_EXCHANGE_TILE // block_r, 1), _pow2(n_i))
-    if block_r * block_i > _MAX_TILE:
-        raise ValueError(f"block_r * block_i must be at most {_MAX_TILE} elements (registers), "
-                         f"got block_r={block_r}, block_i={block_i}")
+    _check_tile(block_r, block_i)
     slices = cdiv(n_r, block_r)
     sms = _gpu_sms(x)
     if slices < 2 or slices > sms:
