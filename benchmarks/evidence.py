@@ -3,8 +3,9 @@
     python3 -m benchmarks bugzoo [ids] --device cuda --out benchmarks/results/bugzoo-cuda.json
     python3 -m benchmarks badcalls [ids] --device cuda --out benchmarks/results/badcalls-cuda.json
 
-bugzoo: every planted bug of tests/bugs/<id>.py is written into a copy of the references and
-the check that must catch it runs against the mutant: on a GPU in a fresh process per bug (a
+bugzoo: every planted bug of tests/bugs/<id>.py (on a GPU; under the interpreter all but the
+`gpu_only` ones) is written into a copy of the references and the check that must catch it runs
+against the mutant: on a GPU in a fresh process per bug (a
 bug that corrupts GPU memory cannot poison the next one), under the interpreter in this process.
 Caught = that check FAILs with a hint containing the bug's hint (the rule of
 tests/test_bug_zoo.py).
@@ -75,9 +76,11 @@ def bugzoo(workshops: list[str], device: str) -> dict:
         # On a GPU each bug runs in its own process: up to BUGZOO_JOBS of them side by side
         # (correctness runs: sharing the GPU changes nothing but the wall time).
         jobs = int(os.environ.get("BUGZOO_JOBS", "1")) if device == "cuda" else 1
+        # A gpu_only bug sits in code only a GPU runs: the interpreter's zoo leaves it out.
+        bugs = [b for b in module.BUGS if device == "cuda" or not b.gpu_only]
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-            tried = pool.map(lambda bug: _try_bug(workshop, bug, device, plant), module.BUGS)
-            for bug, row in zip(module.BUGS, tried, strict=True):
+            tried = pool.map(lambda bug: _try_bug(workshop, bug, device, plant), bugs)
+            for bug, row in zip(bugs, tried, strict=True):
                 rows.append(row)
                 _log(f"{'caught' if row['caught'] else 'MISSED'}  {workshop}/{bug.name} "
                      f"({bug.check})")

@@ -3,7 +3,9 @@ with the hint that names it.
 
 In CI each mutant runs the check that must catch it (a full check set per mutant would cost
 most of the CI budget); BUGZOO_FULL=1 runs every check of the workshop against each mutant, as
-the GPU validation does, and still asserts the named check is among the failures.
+the GPU validation does, and still asserts the named check is among the failures. Bugs that
+only a GPU can catch (`gpu_only`) are planted here, not run: `python3 -m benchmarks bugzoo
+--device cuda` runs them.
 """
 
 from __future__ import annotations
@@ -14,24 +16,25 @@ import os
 
 import pytest
 
-from checks import catalog
+from checks import catalog, core
 from tests.bugs import plant
 from tests.helpers import ROOT, load_json, run_checks
 
 FULL = os.environ.get("BUGZOO_FULL") == "1"
 
 
-def _all_bugs():
+def _all_bugs(gpu_only: bool):
     for workshop in catalog.WORKSHOP_IDS:
         try:
             module = importlib.import_module(f"tests.bugs.{workshop}")
         except ModuleNotFoundError:
             continue
         for bug in module.BUGS:
-            yield pytest.param(workshop, bug, id=f"{workshop}-{bug.name}")
+            if bug.gpu_only == gpu_only:
+                yield pytest.param(workshop, bug, id=f"{workshop}-{bug.name}")
 
 
-@pytest.mark.parametrize("workshop,bug", list(_all_bugs()))
+@pytest.mark.parametrize("workshop,bug", list(_all_bugs(gpu_only=False)))
 def test_planted_bug_is_caught_with_its_hint(workshop, bug, tmp_path):
     mutant = plant(workshop, bug, tmp_path / "impl")
     out = tmp_path / "run.json"
@@ -46,6 +49,15 @@ def test_planted_bug_is_caught_with_its_hint(workshop, bug, tmp_path):
     assert any(bug.hint in h for h in hints), f"{bug.name}: hints were {sorted(set(hints))}"
     assert done.returncode == 1
     _record(workshop, bug, caught)
+
+
+@pytest.mark.parametrize("workshop,bug", list(_all_bugs(gpu_only=True)))
+def test_gpu_only_bug_plants_and_names_a_cuda_check(workshop, bug, tmp_path):
+    """A bug only the GPU zoo runs must still plant (its text is in the reference), and the
+    check meant to catch it must exist and be one that needs a GPU."""
+    plant(workshop, bug, tmp_path / "impl")
+    tiers = {c.id: c.tier for c in core.checks_for(workshop)}
+    assert tiers.get(bug.check) == "cuda", f"{bug.name}: {bug.check} is not a cuda-tier check"
 
 
 def test_every_workshop_plants_bugs():

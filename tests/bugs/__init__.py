@@ -2,8 +2,12 @@
 
 Each workshop's `tests/bugs/<id>.py` lists `BUGS`. A bug is a text substitution on
 `references/<id>.py` (so the zoo cannot drift from the reference: `find` must still occur
-`count` times). `tests/test_bug_zoo.py` runs the workshop's full check set against each mutant
-and asserts that check `check` FAILs with a hint containing `hint`.
+`count` times). `tests/test_bug_zoo.py` runs check `check` against each mutant (every check of
+the workshop with BUGZOO_FULL=1) and asserts that it FAILs with a hint containing `hint`.
+
+A bug with `gpu_only=True` lives in code that only a GPU runs (a kernel the interpreter cannot
+run, caught by a check of the cuda tier): CI, which runs the zoo under the interpreter, only
+plants it (its `find` must still match) and `python3 -m benchmarks bugzoo --device cuda` runs it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class Bug:
     hint: str  # text the hint must contain (the mistake's name)
     count: int = 1  # how many times `find` occurs in the reference (all are replaced)
     module: str = ""  # which reference module to mutate; default: the workshop's own
+    gpu_only: bool = False  # caught by a cuda-tier check: run by the GPU zoo only
 
 
 def plant(workshop: str, bug: Bug, folder: Path) -> Path:

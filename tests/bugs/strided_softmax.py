@@ -31,6 +31,16 @@ BUGS = [
         replace="s = s * tl.exp2((m - m_new) * LOG2E) + "
                 "tl.sum(tl.exp2((x - m_new[None, :]) * LOG2E),",
         check="forward.extreme", hint="running max still -inf"),
+    # The exchange (a kernel only a GPU runs: its slices wait for each other). Workshop 5's
+    # merge with each slice's sum added as if all slices shared one max...
+    Bug("exchange_sums_not_rescaled",
+        find="s_all = tl.sum(s_k * tl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)",
+        replace="s_all = tl.sum(s_k, axis=0)", check="cuda.exchange", hint="slices disagree",
+        gpu_only=True),
+    # ...and each slice's exp(x - m) divided by the merged sum without exp(m - M).
+    Bug("exchange_numerator_not_rescaled", find="scale = tl.exp2((m - m_all) * LOG2E) / s_all",
+        replace="scale = 1.0 / s_all", check="cuda.exchange", hint="slices disagree",
+        gpu_only=True),
     Bug("no_knob_validation", find='check_power_of_two("num_warps", num_warps, 1, 16)',
         replace="pass", check="bad_calls", hint="refuse bad calls"),
 ]
