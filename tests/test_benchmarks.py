@@ -271,6 +271,10 @@ def test_git_commit_falls_back_to_the_environment(monkeypatch):
     assert fixed == {"git_commit": "a" * 40, "git_dirty": None}
     sha = "0123456789abcdef0123456789abcdef01234567"
     assert harness.fix_git_commit({"git_commit": sha, "git_dirty": False})["git_commit"] == sha
+    # a placeholder or a short id in the environment is not provenance
+    for given in ("FULLSHA", "122216a", "g" * 40):
+        monkeypatch.setenv("WORKSHOP_GIT_COMMIT", given)
+        assert harness.fix_git_commit({"git_commit": "HEAD"})["git_commit"] is None
 
 
 # ---------------------------------------------------------------------------------------------
