@@ -204,6 +204,149 @@ def lean(dtypes=("float16", "float32"), widths=(4096, 8192, 16384, 32768), group
                       f"max|err| {errs[label]:.1e}", flush=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# --packed: 16-bit x held as int32 words through the wait (two values per register)
+# ---------------------------------------------------------------------------------------------
+@triton.jit
+def _unpack(w, HI: tl.constexpr, IS_BF16: tl.constexpr):
+    """float32 of the low (HI=False) or high 16-bit half of each int32 (plain Triton ops)."""
+    if IS_BF16:
+        if HI:
+            return (w & -65536).to(tl.float32, bitcast=True)
+        else:
+            return (w << 16).to(tl.float32, bitcast=True)
+    else:
+        if HI:
+            return (w >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        else:
+            return w.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+
+
+@triton.jit
+def _unpack_late(w, HI: tl.constexpr, IS_BF16: tl.constexpr):
+    """The same through inline PTX with side effects: the compiler can neither merge it with
+    the first unpacking nor move it above the wait, so the packed words are what stays live."""
+    if IS_BF16:
+        if HI:
+            return tl.inline_asm_elementwise("and.b32 $0, $1, 0xFFFF0000;", "=r,r", [w],
+                                             dtype=tl.float32, is_pure=False, pack=1)
+        else:
+            return tl.inline_asm_elementwise("shl.b32 $0, $1, 16;", "=r,r", [w],
+                                             dtype=tl.float32, is_pure=False, pack=1)
+    else:
+        if HI:
+            return tl.inline_asm_elementwise(
+                "{ .reg .b16 l, h; mov.b32 {l, h}, $1; cvt.f32.f16 $0, h; }", "=r,r", [w],
+                dtype=tl.float32, is_pure=False, pack=1)
+        else:
+            return tl.inline_asm_elementwise(
+                "{ .reg .b16 l, h; mov.b32 {l, h}, $1; cvt.f32.f16 $0, l; }", "=r,r", [w],
+                dtype=tl.float32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _publish_half(xf, stats_ptr, slice_id, rows, n_i, n_slices):
+    m = tl.max(xf, axis=0)
+    shift = tl.where(m == -float("inf"), 0.0, m)
+    s = tl.sum(tl.exp2((xf - shift[None, :]) * LOG2E), axis=0)
+    slot = slice_id * n_i + rows
+    tl.store(stats_ptr + slot, m, mask=rows < n_i)
+    tl.store(stats_ptr + n_slices * n_i + slot, s, mask=rows < n_i)
+
+
+@triton.jit
+def _finish_half(xf, out_ptr, stats_ptr, rows, r, r_ok, n_i, n_slices, stride_oi, stride_or,
+                 SLICES: tl.constexpr):
+    i = rows[None, :]
+    k = tl.arange(0, SLICES).to(tl.int64)[:, None]
+    ok = (k < n_slices) & (i < n_i)
+    m_k = tl.load(stats_ptr + k * n_i + i, mask=ok, other=-float("inf"), cache_modifier=".cg")
+    s_k = tl.load(stats_ptr + (n_slices + k) * n_i + i, mask=ok, other=0.0, cache_modifier=".cg")
+    m_all = tl.max(m_k, axis=0)
+    shift_all = tl.where(m_all == -float("inf"), 0.0, m_all)
+    s_all = tl.sum(s_k * tl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+    y = tl.exp2((xf - m_all[None, :]) * LOG2E - tl.log2(s_all)[None, :])
+    tl.store(out_ptr + i * stride_oi + r * stride_or, y.to(out_ptr.dtype.element_ty),
+             mask=(i < n_i) & r_ok)
+
+
+@triton.jit
+def exchange_packed_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_xr,
+                           stride_oi, stride_or, n_slices, BLOCK_I: tl.constexpr,
+                           BLOCK_R: tl.constexpr, SLICES: tl.constexpr, IS_BF16: tl.constexpr):
+    """The exchange for 16-bit x with unit stride along i, holding x as int32 words (two
+    neighbouring rows' values per register) through the wait. Needs an even stride_xr and a
+    4-byte aligned x. Rows 2j come from the low halves, rows 2j + 1 from the high halves."""
+    HALF: tl.constexpr = BLOCK_I // 2
+    ticket = tl.atomic_add(counters_ptr, 1)
+    strip = (ticket // n_slices).to(tl.int64)
+    slice_id = (ticket % n_slices).to(tl.int64)
+    pair = strip * HALF + tl.arange(0, HALF)  # (HALF,) word index along i
+    r = slice_id * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_ok = r < n_r
+    words = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    w = tl.load(words + pair[None, :] + r * (stride_xr // 2),
+                mask=(2 * pair[None, :] < n_i) & r_ok, other=-8323200)  # 0xFF80FF80: bf16 -inf pair
+    even = 2 * pair
+    lo = _unpack(w, False, IS_BF16)
+    hi = _unpack(w, True, IS_BF16)
+    if not IS_BF16:  # the fill above is a bf16 -inf pair; for fp16 mask explicitly
+        lo = tl.where(r_ok, lo, -float("inf"))
+        hi = tl.where(r_ok, hi, -float("inf"))
+    _publish_half(lo, stats_ptr, slice_id, even, n_i, n_slices)
+    _publish_half(hi, stats_ptr, slice_id, even + 1, n_i, n_slices)
+    tl.debug_barrier()
+    arrived = tl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    while arrived < n_slices:
+        arrived = tl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    _finish_half(_unpack_late(w, False, IS_BF16), out_ptr, stats_ptr, even, r, r_ok, n_i,
+                 n_slices, stride_oi, stride_or, SLICES)
+    _finish_half(_unpack_late(w, True, IS_BF16), out_ptr, stats_ptr, even + 1, r, r_ok, n_i,
+                 n_slices, stride_oi, stride_or, SLICES)
+
+
+PACKED_SHAPES = ((256, 32, 4), (512, 32, 8), (512, 32, 4), (256, 64, 4))
+
+
+def packed(dtypes=("float16", "bfloat16"), widths=(4096, 8192, 16384, 32768)):
+    import torch
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+    for dtype in dtypes:
+        for width in widths:
+            x = torch.randn(width, ELEMENTS // width, device="cuda",
+                            dtype=getattr(torch, dtype)).t()
+            buf = x.t().contiguous()
+            calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x),
+                     "exchange 256x32 4w": lambda: ss.softmax(x, exchange=True, block_r=256,
+                                                              block_i=32, num_warps=4)}
+            for br, bi, w in PACKED_SHAPES:
+                p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
+                assert p.stride_xi == 1 and p.stride_xr % 2 == 0
+                out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+                stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
+                counters = torch.zeros(1 + p.grid, dtype=torch.int32, device="cuda")
+
+                def call(p=p, out=out, stats=stats, counters=counters, w=w):
+                    counters.zero_()
+                    exchange_packed_kernel[(p.grid * p.splits,)](
+                        x, out, stats, counters, p.n_i, p.n_r, p.stride_xr, p.stride_oi,
+                        p.stride_or, p.splits, BLOCK_I=p.block_i, BLOCK_R=p.block_r,
+                        SLICES=triton.next_power_of_2(p.splits),
+                        IS_BF16=x.dtype == torch.bfloat16, num_warps=w)
+                    return out
+                calls[f"packed {br}x{bi} {w}w"] = call
+            print(f"\n{x.shape[0]} x {width} {dtype} transposed", flush=True)
+            errs = {k: (_max_err(f(), x) if k != "copy" else 0.0) for k, f in calls.items()}
+            times = graph_medians_us(list(calls.values()), plan)
+            copy = times[0]
+            for (label, _), us in zip(calls.items(), times, strict=True):
+                print(f"   {label:46s} {us:8.1f} us   {copy / us:5.2f} of copy   "
+                      f"max|err| {errs[label]:.1e}", flush=True)
+
+
 def main() -> int:
     import torch
     if not torch.cuda.is_available():
@@ -211,6 +354,9 @@ def main() -> int:
         return 2
     if "--lean" in sys.argv:
         lean()
+        return 0
+    if "--packed" in sys.argv:
+        packed()
         return 0
     if "--grouped" in sys.argv:
         lean(grouped=True)
