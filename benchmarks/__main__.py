@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from checks import catalog
+from checks import catalog, provenance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     for w in ids:
         if w not in catalog.WORKSHOP_IDS:
             parser.error(f"unknown workshop {w!r}; known: {', '.join(catalog.WORKSHOP_IDS)}")
+    if args.command != "report" and provenance.commit_env_error():
+        parser.error(provenance.commit_env_error())  # it would be these files' provenance
     if args.command == "run":
         return run(args)
     if args.command == "report":

@@ -605,17 +605,11 @@ def fix_git_commit(header: dict) -> dict:
     In a copy of the tree without history `git rev-parse HEAD` prints "HEAD" (and fails); the
     commit then comes from WORKSHOP_GIT_COMMIT, and whether the tree was dirty is unknown.
     """
-    if not _is_commit_id(header.get("git_commit")):
-        given = os.environ.get("WORKSHOP_GIT_COMMIT")
-        # Anything but a full 40-hex id (a typo, a placeholder, a short id) is no provenance.
-        header["git_commit"] = given if _is_commit_id(given) else None
+    commit = str(header.get("git_commit") or "")
+    if not (len(commit) == 40 and all(c in "0123456789abcdef" for c in commit.lower())):
+        header["git_commit"] = os.environ.get("WORKSHOP_GIT_COMMIT") or None
         header["git_dirty"] = None
     return header
-
-
-def _is_commit_id(text) -> bool:
-    text = str(text or "")
-    return len(text) == 40 and all(c in "0123456789abcdef" for c in text.lower())
 
 
 def default_path(header: dict) -> Path:

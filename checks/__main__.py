@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from checks import catalog
+from checks import catalog, provenance
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     for w in args.workshops:
         if w not in catalog.WORKSHOP_IDS:
             parser.error(f"unknown workshop {w!r}; known: {', '.join(catalog.WORKSHOP_IDS)}")
+    if args.command == "run" and provenance.commit_env_error():
+        parser.error(provenance.commit_env_error())
     if args.command == "list":
         return _list(args.workshops or list(catalog.WORKSHOP_IDS), args.device)
     return _run(args)

@@ -62,6 +62,18 @@ def driver_version() -> str | None:
         return None
 
 
+def commit_env_error() -> str | None:
+    """What is wrong with WORKSHOP_GIT_COMMIT, or None (unset, or a full 40-hex commit id).
+
+    The evidence files carry it as their provenance, so a placeholder or a short id must stop a
+    run before it starts, not end up in the header (the command-line entry points check)."""
+    given = os.environ.get("WORKSHOP_GIT_COMMIT")
+    if not given or re.fullmatch(r"[0-9a-f]{40}", given):
+        return None
+    return (f"WORKSHOP_GIT_COMMIT must be the full 40-character commit id of the tree being "
+            f"measured (git rev-parse HEAD), got {given!r}")
+
+
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty). On the GPU machine the tree is a copy whose .git may be missing or
     out of date: WORKSHOP_GIT_COMMIT, which the maintainer sets when launching the run, wins

@@ -271,10 +271,6 @@ def test_git_commit_falls_back_to_the_environment(monkeypatch):
     assert fixed == {"git_commit": "a" * 40, "git_dirty": None}
     sha = "0123456789abcdef0123456789abcdef01234567"
     assert harness.fix_git_commit({"git_commit": sha, "git_dirty": False})["git_commit"] == sha
-    # a placeholder or a short id in the environment is not provenance
-    for given in ("FULLSHA", "122216a", "g" * 40):
-        monkeypatch.setenv("WORKSHOP_GIT_COMMIT", given)
-        assert harness.fix_git_commit({"git_commit": "HEAD"})["git_commit"] is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,3 +471,29 @@ def test_dry_run_gates_every_variant_under_the_interpreter(tmp_path):
     ours = [r for r in data["records"] if r["role"] == harness.OURS]
     assert ours and all(r["status"] == "ok" and r["launches"] for r in ours)
     assert gzip.decompress(out.read_bytes())  # gzipped JSON
+
+
+def test_a_malformed_commit_id_stops_a_run_before_it_starts(monkeypatch, capsys):
+    """WORKSHOP_GIT_COMMIT becomes the evidence's provenance: a placeholder or a short id is
+    refused by both command lines before any work, a full id or none is accepted."""
+    from checks import __main__ as checks_cli
+    from checks import provenance
+
+    for given in ("FULLSHA", "122216a", "g" * 40):
+        monkeypatch.setenv("WORKSHOP_GIT_COMMIT", given)
+        assert given in provenance.commit_env_error()
+        for cli, argv in ((checks_cli.main, ["run", "foundations"]),
+                          (main_of_benchmarks(), ["bugzoo", "--out", "x.json"])):
+            with pytest.raises(SystemExit) as stopped:
+                cli(argv)
+            assert stopped.value.code == 2
+            assert "WORKSHOP_GIT_COMMIT" in capsys.readouterr().err
+    monkeypatch.setenv("WORKSHOP_GIT_COMMIT", "0123456789abcdef0123456789abcdef01234567")
+    assert provenance.commit_env_error() is None
+    monkeypatch.delenv("WORKSHOP_GIT_COMMIT")
+    assert provenance.commit_env_error() is None
+
+
+def main_of_benchmarks():
+    from benchmarks import __main__ as benchmarks_cli
+    return benchmarks_cli.main
