@@ -38,6 +38,14 @@ takes Stream-K's hand-off apart at 4096^3, 6144^3 and 8192^3 (float16): the refe
 stream_k=True and False, and copies of it edited so that the finisher skips loading the others'
 partials, or so that there is no hand-off at all (each sharer stores its partial as the tile:
 wrong outputs, timing only), and the workspace allocation alone.
+
+    python3 tools/probe_gemm_tiles.py --per-sm
+
+asks whether two persistent programs per SM overlap one's epilogue with the other's products
+(what warp-specialized "ping-pong" kernels do inside one program): the persistent kernel with
+a grid of 1x and 2x the SMs (the launcher's SM count scaled for the call) at tiles small
+enough for two to share an SM (128 x 128 over 4 or 8 warps, 2-4 stages; 64 x 256), next to
+the default, torch.mm and the same-contract baseline at 4096^3 and 8192^3, same rounds.
 """
 
 from __future__ import annotations
@@ -233,7 +241,48 @@ def stream_k_parts_probe() -> int:
     return 0
 
 
+def per_sm_probe() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import fused_gemm as fg
+
+    plan = harness.PLANS["sweep"]
+    real_sm_count = fg.sm_count
+    tiles = [dict(block_m=128, block_n=128, num_warps=4, num_stages=s) for s in (2, 3, 4)]
+    tiles += [dict(block_m=128, block_n=128, num_warps=8, num_stages=s) for s in (2, 3)]
+    tiles += [dict(block_m=64, block_n=256, num_warps=4, num_stages=3)]
+    for size, dtype in ((4096, torch.bfloat16), (4096, torch.float16), (8192, torch.bfloat16)):
+        a, b, bias, expected, calls = _operands(size, size, size, dtype, seed=size)
+        calls["default"] = lambda: fg.gemm_bias_relu(a, b, bias)
+        for knobs in tiles:
+            for per_sm in (1, 2):
+                knobs = dict(knobs, block_k=64, group_m=8, persistent=True, stream_k=False)
+
+                def ours(knobs=knobs, per_sm=per_sm):
+                    fg.sm_count = lambda index: real_sm_count(index) * per_sm
+                    try:
+                        return fg.gemm_bias_relu(a, b, bias, **knobs)
+                    finally:
+                        fg.sm_count = real_sm_count
+
+                try:
+                    err = _rel_err(ours(), expected)
+                except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory: report it
+                    print(f"   {knobs} x{per_sm}: {type(exc).__name__}: {str(exc)[:200]}",
+                          flush=True)
+                    continue
+                label = (f"{knobs['block_m']}x{knobs['block_n']} {knobs['num_warps']}w "
+                         f"{knobs['num_stages']}st, {per_sm} per SM, rel.err {err:.1e}")
+                calls[label] = ours
+        medians = graph_medians_us(calls.values(), plan)
+        _print_rows(f"{size}^3 {str(dtype)[6:]}", calls, medians, 2 * size ** 3)
+    return 0
+
+
 def main() -> int:
+    if "--per-sm" in sys.argv:
+        return per_sm_probe()
     if "--stream-k-parts" in sys.argv:
         return stream_k_parts_probe()
     if "--stream-k" in sys.argv:
