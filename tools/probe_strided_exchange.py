@@ -347,6 +347,92 @@ def packed(dtypes=("float16", "bfloat16"), widths=(4096, 8192, 16384, 32768)):
                       f"max|err| {errs[label]:.1e}", flush=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# --bisect: from a bare transposing copy to the whole exchange, one step at a time
+# ---------------------------------------------------------------------------------------------
+@triton.jit
+def exchange_steps_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_xi,
+                          stride_xr, stride_oi, stride_or, n_slices,
+                          BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr, SLICES: tl.constexpr,
+                          STEPS: tl.constexpr):
+    """The exchange's steps up to STEPS (wrong output below 5, timing only): 0 ticket, load
+    and store the tile transposed; 1 + each row's max, stored; 2 + exp(x - m) and its sum,
+    stored, p stored instead of x; 3 + the arrival count; 4 + reading all slices' statistics
+    and scaling (no wait); 5 the whole exchange (with the wait)."""
+    ticket = tl.atomic_add(counters_ptr, 1)
+    strip = (ticket // n_slices).to(tl.int64)
+    slice_id = (ticket % n_slices).to(tl.int64)
+    rows = strip * BLOCK_I + tl.arange(0, BLOCK_I)
+    i = rows[None, :]
+    i_ok = i < n_i
+    r = slice_id * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_ok = r < n_r
+    x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=i_ok & r_ok,
+                other=-float("inf")).to(tl.float32)
+    y = x
+    slot = slice_id * n_i + rows
+    if STEPS >= 1:
+        m = tl.max(x, axis=0)
+        tl.store(stats_ptr + slot, m, mask=rows < n_i)
+        if STEPS >= 2:
+            shift = tl.where(m == -float("inf"), 0.0, m)
+            p = tl.exp2((x - shift[None, :]) * LOG2E)
+            tl.store(stats_ptr + n_slices * n_i + slot, tl.sum(p, axis=0), mask=rows < n_i)
+            y = p
+            if STEPS >= 3:
+                tl.debug_barrier()
+                arrived = tl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+                if STEPS >= 5:
+                    while arrived < n_slices:
+                        arrived = tl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+                if STEPS >= 4:
+                    k = tl.arange(0, SLICES).to(tl.int64)[:, None]
+                    ok = (k < n_slices) & i_ok
+                    m_k = tl.load(stats_ptr + k * n_i + i, mask=ok, other=-float("inf"),
+                                  cache_modifier=".cg")
+                    s_k = tl.load(stats_ptr + (n_slices + k) * n_i + i, mask=ok, other=0.0,
+                                  cache_modifier=".cg")
+                    m_all = tl.max(m_k, axis=0)
+                    shift_all = tl.where(m_all == -float("inf"), 0.0, m_all)
+                    s_all = tl.sum(s_k * tl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+                    y = p * (tl.exp2((m - m_all) * LOG2E) / s_all)[None, :]
+    tl.store(out_ptr + i * stride_oi + r * stride_or, y.to(out_ptr.dtype.element_ty),
+             mask=i_ok & r_ok)
+
+
+def bisect(cases=(("float16", 4096), ("float16", 16384), ("float32", 4096),
+                  ("float32", 16384)), shapes=((256, 32, 4), (512, 16, 4))):
+    import torch
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+    for dtype, width in cases:
+        x = torch.randn(width, ELEMENTS // width, device="cuda", dtype=getattr(torch, dtype)).t()
+        buf = x.t().contiguous()
+        calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+        for br, bi, w in shapes:
+            p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
+            out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+            stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
+            counters = torch.zeros(1 + p.grid, dtype=torch.int32, device="cuda")
+            for steps in range(6):
+                def call(p=p, out=out, stats=stats, counters=counters, w=w, steps=steps):
+                    counters.zero_()
+                    exchange_steps_kernel[(p.grid * p.splits,)](
+                        x, out, stats, counters, p.n_i, p.n_r, p.stride_xi, p.stride_xr,
+                        p.stride_oi, p.stride_or, p.splits, BLOCK_I=p.block_i,
+                        BLOCK_R=p.block_r, SLICES=triton.next_power_of_2(p.splits),
+                        STEPS=steps, num_warps=w)
+                    return out
+                calls[f"steps 0..{steps} {br}x{bi} {w}w"] = call
+        print(f"\n{x.shape[0]} x {width} {dtype} transposed", flush=True)
+        times = graph_medians_us(list(calls.values()), plan)
+        copy = times[0]
+        for label, us in zip(calls, times, strict=True):
+            print(f"   {label:40s} {us:8.1f} us   {copy / us:5.2f} of copy", flush=True)
+
+
 def main() -> int:
     import torch
     if not torch.cuda.is_available():
@@ -354,6 +440,9 @@ def main() -> int:
         return 2
     if "--lean" in sys.argv:
         lean()
+        return 0
+    if "--bisect" in sys.argv:
+        bisect()
         return 0
     if "--packed" in sys.argv:
         packed()
