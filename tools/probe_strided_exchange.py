@@ -433,6 +433,122 @@ def bisect(cases=(("float16", 4096), ("float16", 16384), ("float32", 4096),
             print(f"   {label:40s} {us:8.1f} us   {copy / us:5.2f} of copy", flush=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# --merge: cheaper ends for the exchange (the bisection put the cost in the arrival and merge)
+# ---------------------------------------------------------------------------------------------
+@triton.jit
+def exchange_merge_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_xi,
+                          stride_xr, stride_oi, stride_or, n_slices,
+                          BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr, SLICES: tl.constexpr,
+                          RECOMPUTE: tl.constexpr, RELEASE: tl.constexpr,
+                          ROW_MAJOR_STATS: tl.constexpr):
+    """The exchange with three changes that can be switched on one by one.
+    RECOMPUTE: keep x and write 2^((x - M) log2 e - log2 S) at the end, so the slice's own max
+    is not needed after the wait. RELEASE: count the arrival with a release atomic instead of
+    acq_rel (the waiting reads acquire). ROW_MAJOR_STATS: the statistics of one row's slices
+    side by side (row * n_slices + slice), so a strip's are one contiguous block and the merge
+    reduces along the contiguous axis."""
+    ticket = tl.atomic_add(counters_ptr, 1)
+    strip = (ticket // n_slices).to(tl.int64)
+    slice_id = (ticket % n_slices).to(tl.int64)
+    rows = strip * BLOCK_I + tl.arange(0, BLOCK_I)
+    i = rows[None, :]
+    i_ok = i < n_i
+    r = slice_id * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
+    r_ok = r < n_r
+    x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=i_ok & r_ok,
+                other=-float("inf")).to(tl.float32)
+    m = tl.max(x, axis=0)
+    shift = tl.where(m == -float("inf"), 0.0, m)
+    p = tl.exp2((x - shift[None, :]) * LOG2E)
+    if ROW_MAJOR_STATS:
+        slot = rows * n_slices + slice_id
+        sums = stats_ptr + n_i * n_slices
+    else:
+        slot = slice_id * n_i + rows
+        sums = stats_ptr + n_slices * n_i
+    tl.store(stats_ptr + slot, m, mask=rows < n_i)
+    tl.store(sums + slot, tl.sum(p, axis=0), mask=rows < n_i)
+    tl.debug_barrier()
+    if RELEASE:
+        arrived = tl.atomic_add(counters_ptr + 1 + strip, 1, sem="release") + 1
+    else:
+        arrived = tl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    while arrived < n_slices:
+        arrived = tl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    if ROW_MAJOR_STATS:
+        k = tl.arange(0, SLICES).to(tl.int64)[None, :]  # (1, SLICES)
+        row = rows[:, None]  # (BLOCK_I, 1)
+        ok = (k < n_slices) & (row < n_i)
+        m_k = tl.load(stats_ptr + row * n_slices + k, mask=ok, other=-float("inf"),
+                      cache_modifier=".cg")
+        s_k = tl.load(sums + row * n_slices + k, mask=ok, other=0.0, cache_modifier=".cg")
+        m_all = tl.max(m_k, axis=1)
+        shift_all = tl.where(m_all == -float("inf"), 0.0, m_all)
+        s_all = tl.sum(s_k * tl.exp2((m_k - shift_all[:, None]) * LOG2E), axis=1)
+    else:
+        k = tl.arange(0, SLICES).to(tl.int64)[:, None]
+        ok = (k < n_slices) & i_ok
+        m_k = tl.load(stats_ptr + k * n_i + i, mask=ok, other=-float("inf"), cache_modifier=".cg")
+        s_k = tl.load(sums + k * n_i + i, mask=ok, other=0.0, cache_modifier=".cg")
+        m_all = tl.max(m_k, axis=0)
+        shift_all = tl.where(m_all == -float("inf"), 0.0, m_all)
+        s_all = tl.sum(s_k * tl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+    if RECOMPUTE:
+        y = tl.exp2((x - m_all[None, :]) * LOG2E - tl.log2(s_all)[None, :])
+    else:
+        y = p * (tl.exp2((m - m_all) * LOG2E) / s_all)[None, :]
+    tl.store(out_ptr + i * stride_oi + r * stride_or, y.to(out_ptr.dtype.element_ty),
+             mask=i_ok & r_ok)
+
+
+MERGE_VARIANTS = {
+    "reference": dict(RECOMPUTE=False, RELEASE=False, ROW_MAJOR_STATS=False),
+    "recompute": dict(RECOMPUTE=True, RELEASE=False, ROW_MAJOR_STATS=False),
+    "release": dict(RECOMPUTE=False, RELEASE=True, ROW_MAJOR_STATS=False),
+    "row-major stats": dict(RECOMPUTE=False, RELEASE=False, ROW_MAJOR_STATS=True),
+    "recompute+row-major": dict(RECOMPUTE=True, RELEASE=False, ROW_MAJOR_STATS=True),
+    "all three": dict(RECOMPUTE=True, RELEASE=True, ROW_MAJOR_STATS=True),
+}
+
+
+def merge(dtypes=("float16", "float32"), widths=(4096, 8192, 16384, 32768),
+          shapes=((256, 32, 4), (512, 16, 4), (512, 32, 8))):
+    import torch
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+    for dtype in dtypes:
+        for width in widths:
+            x = torch.randn(width, ELEMENTS // width, device="cuda",
+                            dtype=getattr(torch, dtype)).t()
+            buf = x.t().contiguous()
+            calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+            for br, bi, w in shapes:
+                p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
+                out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+                stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
+                counters = torch.zeros(1 + p.grid, dtype=torch.int32, device="cuda")
+                for name, flags in MERGE_VARIANTS.items():
+                    def call(p=p, out=out, stats=stats, counters=counters, w=w, flags=flags):
+                        counters.zero_()
+                        exchange_merge_kernel[(p.grid * p.splits,)](
+                            x, out, stats, counters, p.n_i, p.n_r, p.stride_xi, p.stride_xr,
+                            p.stride_oi, p.stride_or, p.splits, BLOCK_I=p.block_i,
+                            BLOCK_R=p.block_r, SLICES=triton.next_power_of_2(p.splits),
+                            num_warps=w, **flags)
+                        return out
+                    calls[f"{name} {br}x{bi} {w}w"] = call
+            print(f"\n{x.shape[0]} x {width} {dtype} transposed", flush=True)
+            errs = {k: (_max_err(f(), x) if k != "copy" else 0.0) for k, f in calls.items()}
+            times = graph_medians_us(list(calls.values()), plan)
+            copy = times[0]
+            for (label, _), us in zip(calls.items(), times, strict=True):
+                print(f"   {label:40s} {us:8.1f} us   {copy / us:5.2f} of copy   "
+                      f"max|err| {errs[label]:.1e}", flush=True)
+
+
 def main() -> int:
     import torch
     if not torch.cuda.is_available():
@@ -440,6 +556,9 @@ def main() -> int:
         return 2
     if "--lean" in sys.argv:
         lean()
+        return 0
+    if "--merge" in sys.argv:
+        merge()
         return 0
     if "--bisect" in sys.argv:
         bisect()
