@@ -118,10 +118,32 @@ def latest_checks(evidence: Evidence) -> dict[str, dict[str, EvidenceFile]]:
 _DEVICE_ORDER = {"cuda": 0, "interpreter": 1, "cpu": 2}
 
 
-def latest_of(evidence: Evidence, kind: str) -> dict[str, EvidenceFile]:
-    """The latest bugzoo/badcalls file per device."""
-    out = {f.header.get("device", "?"): f for f in evidence.of_kind(kind)}
-    return dict(sorted(out.items(), key=lambda item: _DEVICE_ORDER.get(item[0], 9)))
+_ROWS_OF = {"bugzoo": "bugs", "badcalls": "checks"}  # where each kind keeps its per-workshop rows
+
+
+def latest_rows(evidence: Evidence, kind: str) -> dict[str, list[tuple[EvidenceFile, list]]]:
+    """Per device: [(file, its rows of one workshop)], workshop by workshop, in book order.
+
+    Like check runs, bug-zoo and bad-call runs may cover only some workshops (a maintainer
+    re-runs the one that changed): for each workshop the latest file that has it wins.
+    """
+    out: dict[str, dict[str, tuple[EvidenceFile, list]]] = {}
+    for f in evidence.of_kind(kind):  # oldest first: later files replace earlier ones
+        rows = f.data.get(_ROWS_OF[kind], [])
+        for workshop in dict.fromkeys(r["workshop"] for r in rows):
+            mine = [r for r in rows if r["workshop"] == workshop]
+            out.setdefault(f.header.get("device", "?"), {})[workshop] = (f, mine)
+    order = {w: i for i, w in enumerate(catalog.WORKSHOP_IDS)}
+    return {device: [by_workshop[w] for w in sorted(by_workshop, key=lambda w: order.get(w, 99))]
+            for device, by_workshop in sorted(out.items(),
+                                              key=lambda item: _DEVICE_ORDER.get(item[0], 9))}
+
+
+def _files_line(parts: list[tuple[EvidenceFile, list]]) -> str:
+    """`name`, date, commit of each file the rows come from (one or several)."""
+    files = {f.name: f for f, _ in parts}  # each file once, in the order of first use
+    return "; ".join(f"`{f.name}`, {f.header.get('date')}, commit {commit_text(f.header)}"
+                     for f in files.values())
 
 
 def bench_runs(evidence: Evidence, mode: str, workshop: str, sweep: bool = False):
@@ -589,50 +611,55 @@ def _case_label(case: dict) -> str:
 
 
 def section_bad_calls(evidence: Evidence) -> str:
-    runs = latest_of(evidence, "badcalls")
+    runs = latest_rows(evidence, "badcalls")
     if not runs:
         return ("No bad-call evidence yet: `python3 -m benchmarks badcalls --device <device> "
                 "--out benchmarks/results/badcalls-<device>.json` counts the bad calls each check "
                 "tries.")
     lines = []
-    for device, f in runs.items():
-        h = f.header
+    for device, parts in runs.items():
+        h = parts[0][0].header
+        several = len({f.name for f, _ in parts}) > 1
         lines += [f"### Bad calls on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
-                  f"`{f.name}`, {h.get('date')}, commit {commit_text(h)}.", "",
+                  _files_line(parts) + ".", "",
                   "| workshop | check | tier | bad calls tried | refused before any launch | "
-                  "outcome |", "| --- | --- | --- | --- | --- | --- |"]
+                  "outcome |" + (" file |" if several else ""),
+                  "| --- | --- | --- | --- | --- | --- |" + (" --- |" if several else "")]
         total = refused = 0
-        for row in f.data.get("checks", []):
-            outcome = ", ".join(f"{n} {o}" for o, n in row.get("outcomes", {}).items())
-            lines.append(f"| {row['workshop']} | {row['check']} | {row.get('tier', '')} | "
-                         f"{row['calls']} | {row['refused']} | {outcome} |")
-            total += row["calls"]
-            refused += row["refused"]
-        lines += [f"| all | | | {total} | {refused} | |", ""]
+        for f, rows in parts:
+            for row in rows:
+                outcome = ", ".join(f"{n} {o}" for o, n in row.get("outcomes", {}).items())
+                lines.append(f"| {row['workshop']} | {row['check']} | {row.get('tier', '')} | "
+                             f"{row['calls']} | {row['refused']} | {outcome} |"
+                             + (f" `{f.name}` |" if several else ""))
+                total += row["calls"]
+                refused += row["refused"]
+        lines += [f"| all | | | {total} | {refused} | |" + (" |" if several else ""), ""]
     return "\n".join(lines).rstrip()
 
 
 def section_bug_zoo(evidence: Evidence) -> str:
-    runs = latest_of(evidence, "bugzoo")
+    runs = latest_rows(evidence, "bugzoo")
     if not runs:
         return ("No bug-zoo evidence yet: `python3 -m benchmarks bugzoo --device <device> --out "
                 "benchmarks/results/bugzoo-<device>.json` plants every bug of tests/bugs/ and "
                 "runs the check that must catch it.")
     lines = []
-    for device, f in runs.items():
-        h = f.header
-        bugs = f.data.get("bugs", [])
+    for device, parts in runs.items():
+        h = parts[0][0].header
+        bugs = [b for _, rows in parts for b in rows]
+        several = len({f.name for f, _ in parts}) > 1
         lines += [f"### Bug zoo on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
-                  f"`{f.name}`, {h.get('date')}, commit {commit_text(h)}: "
-                  f"{sum(b['caught'] for b in bugs)} of {len(bugs)} planted bugs caught by the "
-                  "named check with the named hint.", "",
-                  "| workshop | planted | caught | missed |", "| --- | --- | --- | --- |"]
-        for workshop in dict.fromkeys(b["workshop"] for b in bugs):
-            mine = [b for b in bugs if b["workshop"] == workshop]
+                  f"{_files_line(parts)}: {sum(b['caught'] for b in bugs)} of {len(bugs)} "
+                  "planted bugs caught by the named check with the named hint.", "",
+                  "| workshop | planted | caught | missed |" + (" file |" if several else ""),
+                  "| --- | --- | --- | --- |" + (" --- |" if several else "")]
+        for f, mine in parts:
             missed = ", ".join(f"{b['bug']} ({b['check']}: {b['outcome']})" for b in mine
                                if not b["caught"])
-            lines.append(f"| {workshop} | {len(mine)} | {sum(b['caught'] for b in mine)} | "
-                         f"{missed} |")
+            lines.append(f"| {mine[0]['workshop']} | {len(mine)} | "
+                         f"{sum(b['caught'] for b in mine)} | {missed} |"
+                         + (f" `{f.name}` |" if several else ""))
         lines.append("")
     return "\n".join(lines).rstrip()
 

@@ -497,3 +497,35 @@ def test_a_malformed_commit_id_stops_a_run_before_it_starts(monkeypatch, capsys)
 def main_of_benchmarks():
     from benchmarks import __main__ as benchmarks_cli
     return benchmarks_cli.main
+
+
+def test_bug_zoo_and_bad_calls_merge_partial_runs_workshop_by_workshop(tmp_path):
+    """A later run of one workshop's planted bugs (or bad calls) replaces that workshop's rows
+    only; the others keep their earlier file, and the table names each row's file."""
+    def zoo(name, date, bugs):
+        rows = [{"workshop": w, "bug": b, "check": "c", "hint": "h", "caught": caught,
+                 "outcome": "FAIL" if caught else "PASS"} for w, b, caught in bugs]
+        (tmp_path / name).write_text(json.dumps(
+            {"header": {"kind": "bugzoo", "device": "cuda", "date": date}, "bugs": rows}))
+
+    zoo("bugzoo-cuda-a.json", "2026-11-30T09:00:00+0000",
+        [("foundations", "old", False), ("softmax_backward", "kept", True)])
+    zoo("bugzoo-cuda-b.json", "2026-11-30T10:00:00+0000",
+        [("foundations", "new", True), ("foundations", "new2", True)])
+    for name, date, calls in (("badcalls-cuda-a.json", "2026-11-30T09:00:00+0000",
+                               [("foundations", 5), ("fused_gemm", 7)]),
+                              ("badcalls-cuda-b.json", "2026-11-30T10:00:00+0000",
+                               [("fused_gemm", 8)])):
+        rows = [{"workshop": w, "check": "bad_calls", "tier": "kernel", "cases": 1,
+                 "outcomes": {"PASS": 1}, "calls": n, "refused": n} for w, n in calls]
+        (tmp_path / name).write_text(json.dumps(
+            {"header": {"kind": "badcalls", "device": "cuda", "date": date}, "checks": rows}))
+    sections = report.generate(tmp_path)
+    zoo_text = sections["bug-zoo"]
+    assert "3 of 3 planted bugs caught" in zoo_text  # foundations from b, softmax_backward from a
+    assert "| foundations | 2 | 2 |  | `bugzoo-cuda-b.json` |" in zoo_text
+    assert "| softmax_backward | 1 | 1 |  | `bugzoo-cuda-a.json` |" in zoo_text
+    assert "old" not in zoo_text
+    calls_text = sections["bad-calls"]
+    assert "| all | | | 13 | 13 | | |" in calls_text  # foundations 5 (a) + fused_gemm 8 (b)
+    assert calls_text.index("| foundations |") < calls_text.index("| fused_gemm |")  # book order

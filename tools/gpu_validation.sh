@@ -5,7 +5,10 @@
 #
 #   bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]
 #
-# PART: checks | bench | zoo | all (default). Writes the evidence files into OUT_DIR with TAG
+# PART: checks | bench | zoo | all (default). WORKSHOPS="id id ..." limits the checks and the
+# zoo (bad calls and planted bugs) to those workshops: the report takes each workshop's rows
+# from the latest file that has it, so re-running one workshop refreshes only its rows.
+# Writes the evidence files into OUT_DIR with TAG
 # (default: today's date) in their names; copy them to benchmarks/results/ and run
 # `python3 -m benchmarks report` to rebuild the tables. The parts fit the lent machine's
 # 10-minute limit per command when run one per command (checks about 3 min, bench about 3 min,
@@ -19,7 +22,7 @@ tag=${2:-$(date +%Y%m%d)}
 part=${3:-all}
 mkdir -p "$out"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-3}  # several processes share the CPU cores
-workshops=$(python3 -c "from checks import catalog; print(' '.join(catalog.WORKSHOP_IDS))")
+workshops=${WORKSHOPS:-$(python3 -c "from checks import catalog; print(' '.join(catalog.WORKSHOP_IDS))")}
 
 if [[ $part == checks || $part == all ]]; then
   pids=()
@@ -41,7 +44,7 @@ if [[ $part == bench || $part == all ]]; then
 fi
 
 if [[ $part == zoo || $part == all ]]; then
-  python3 -m benchmarks badcalls --device cuda --out "$out/badcalls-cuda-$tag.json" \
+  python3 -m benchmarks badcalls $workshops --device cuda --out "$out/badcalls-cuda-$tag.json" \
     > "$out/badcalls-cuda-$tag.log" 2>&1 &
   badcalls=$!
   export BUGZOO_JOBS=${BUGZOO_JOBS:-3}  # planted bugs of one workshop run 3 at a time
