@@ -19,6 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from references.strided_softmax import LOG2E  # noqa: E402
 from tools._timing import graph_medians_us  # noqa: E402
 
 ELEMENTS = 1 << 26
@@ -31,18 +35,63 @@ def _max_err(out, x):
     return (out.float() - torch.softmax(x.float(), dim=-1)).abs().max().item()
 
 
-def transposed(dtypes=("float16", "float32"), widths=(1024, 2048, 4096, 8192, 16384, 32768)):
+def _transposed(dtype: str, width: int):
+    """(x, calls): a transposed view of 2^26 fresh random elements whose softmax rows of `width`
+    positions are columns in memory (shape (rows, width), stride (1, rows)), and the calls every
+    mode times first: "copy" (a clone of the same bytes, the ceiling) and the launcher's
+    "default"."""
     import torch
-    from benchmarks import harness
+
     from references import strided_softmax as ss
 
-    plan = harness.PLANS["sweep"]
+    x = torch.randn(width, ELEMENTS // width, device="cuda", dtype=getattr(torch, dtype)).t()
+    buf = x.t().contiguous()
+    return x, {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+
+
+def _print_times(title: str, x, calls: dict, errors: bool = True) -> None:
+    """Time every call in the same rounds (graph timing) and print each as a fraction of the
+    first ("copy"), with its largest error against torch.softmax unless errors=False."""
+    from benchmarks import harness
+
+    errs = {k: (_max_err(f(), x) if errors and k != "copy" else 0.0) for k, f in calls.items()}
+    times = graph_medians_us(list(calls.values()), harness.PLANS["sweep"])
+    print(f"\n{title}", flush=True)
+    for (label, _), us in zip(calls.items(), times, strict=True):
+        line = f"   {label:46s} {us:8.1f} us   {times[0] / us:5.2f} of copy"
+        print(line + (f"   max|err| {errs[label]:.1e}" if errors else ""), flush=True)
+
+
+def _exchange_call(kernel, x, br: int, bi: int, w: int, **constexprs):
+    """A zero-argument launch of one of this file's exchange kernels on transposed x in slices
+    of br positions x bi rows over w warps, with its own output, statistics and counters (zeroed
+    before every launch, as the launcher does)."""
+    import torch
+
+    from references import strided_softmax as ss
+
+    p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
+    counters = torch.zeros(1 + p.grid, dtype=torch.int32, device=x.device)
+    strides = (p.stride_xi, p.stride_xr) if "stride_xi" in kernel.arg_names else (p.stride_xr,)
+    args = (x, out, stats, counters, p.n_i, p.n_r, *strides, p.stride_oi, p.stride_or, p.splits)
+
+    def call():
+        counters.zero_()
+        kernel[(p.grid * p.splits,)](*args, BLOCK_I=p.block_i, BLOCK_R=p.block_r,
+                                     SLICES=triton.next_power_of_2(p.splits), num_warps=w,
+                                     **constexprs)
+        return out
+    return call
+
+
+def transposed(dtypes=("float16", "float32"), widths=(1024, 2048, 4096, 8192, 16384, 32768)):
+    from references import strided_softmax as ss
+
     for dtype in dtypes:
         for width in widths:
-            x = torch.randn(width, ELEMENTS // width, device="cuda",
-                            dtype=getattr(torch, dtype)).t()  # (rows, width), stride (1, rows)
-            buf = x.t().contiguous()
-            calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+            x, calls = _transposed(dtype, width)
             calls["split (exchange=False)"] = lambda: ss.softmax(x, exchange=False)
             for br, bi, w in EXCHANGE_SHAPES:
                 knobs = dict(exchange=True, block_r=br, block_i=bi, num_warps=w)
@@ -51,17 +100,13 @@ def transposed(dtypes=("float16", "float32"), widths=(1024, 2048, 4096, 8192, 16
                 except ValueError:
                     continue
                 calls[f"exchange {br}x{bi} {w}w"] = lambda k=knobs: ss.softmax(x, **k)
-            print(f"\n{x.shape[0]} x {width} {dtype} transposed: default plan {ss.plan(x)}")
-            errs = {k: (_max_err(f(), x) if k != "copy" else 0.0) for k, f in calls.items()}
-            times = graph_medians_us(list(calls.values()), plan)
-            copy = times[0]
-            for (label, _), us in zip(calls.items(), times, strict=True):
-                print(f"   {label:32s} {us:8.1f} us   {copy / us:5.2f} of copy   "
-                      f"max|err| {errs[label]:.1e}")
+            _print_times(f"{x.shape[0]} x {width} {dtype} transposed: default plan {ss.plan(x)}",
+                         x, calls)
 
 
 def contiguous_fp32(widths=(256, 512)):
     import torch
+
     from benchmarks import harness
     from references import strided_softmax as ss
 
@@ -86,11 +131,6 @@ def contiguous_fp32(widths=(256, 512)):
 # ---------------------------------------------------------------------------------------------
 # --lean: does the instruction count per element hold 16-bit inputs back? (diagnostic kernels)
 # ---------------------------------------------------------------------------------------------
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
-from references.strided_softmax import LOG2E  # noqa: E402
-
 
 @triton.jit
 def exchange_lean_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_xi,
@@ -165,43 +205,21 @@ GROUPED_SHAPES = ((256, 32, 4), (512, 32, 4), (512, 16, 4), (256, 64, 4), (1024,
 
 
 def lean(dtypes=("float16", "float32"), widths=(4096, 8192, 16384, 32768), grouped=False):
-    import torch
-    from benchmarks import harness
     from references import strided_softmax as ss
 
-    plan = harness.PLANS["sweep"]
     for dtype in dtypes:
         for width in widths:
-            x = torch.randn(width, ELEMENTS // width, device="cuda",
-                            dtype=getattr(torch, dtype)).t()
-            buf = x.t().contiguous()
-            calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+            x, calls = _transposed(dtype, width)
             for br, bi, w in GROUPED_SHAPES if grouped else LEAN_SHAPES:
-                p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
                 variants = LEAN_VARIANTS
                 if grouped:
+                    p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
                     variants = {f"group {g}": dict(MASKED=True, FOLD=False, WAIT=True, GROUP=g)
                                 for g in (1, 2, 4, 8) if g * p.splits <= 132 and p.grid % g == 0}
-                out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-                stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
-                counters = torch.zeros(1 + p.grid, dtype=torch.int32, device="cuda")
                 for name, flags in variants.items():
-                    def call(p=p, out=out, stats=stats, counters=counters, flags=flags, w=w):
-                        counters.zero_()
-                        exchange_lean_kernel[(p.grid * p.splits,)](
-                            x, out, stats, counters, p.n_i, p.n_r, p.stride_xi, p.stride_xr,
-                            p.stride_oi, p.stride_or, p.splits, BLOCK_I=p.block_i,
-                            BLOCK_R=p.block_r, SLICES=triton.next_power_of_2(p.splits),
-                            num_warps=w, **flags)
-                        return out
-                    calls[f"{name} {br}x{bi} {w}w"] = call
-            print(f"\n{x.shape[0]} x {width} {dtype} transposed", flush=True)
-            errs = {k: (_max_err(f(), x) if k != "copy" else 0.0) for k, f in calls.items()}
-            times = graph_medians_us(list(calls.values()), plan)
-            copy = times[0]
-            for (label, _), us in zip(calls.items(), times, strict=True):
-                print(f"   {label:46s} {us:8.1f} us   {copy / us:5.2f} of copy   "
-                      f"max|err| {errs[label]:.1e}", flush=True)
+                    calls[f"{name} {br}x{bi} {w}w"] = _exchange_call(exchange_lean_kernel, x, br,
+                                                                     bi, w, **flags)
+            _print_times(f"{x.shape[0]} x {width} {dtype} transposed", x, calls)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,41 +328,21 @@ PACKED_SHAPES = ((256, 32, 4), (512, 32, 8), (512, 32, 4), (256, 64, 4))
 
 def packed(dtypes=("float16", "bfloat16"), widths=(4096, 8192, 16384, 32768)):
     import torch
-    from benchmarks import harness
-    from references import strided_softmax as ss
 
-    plan = harness.PLANS["sweep"]
     for dtype in dtypes:
         for width in widths:
-            x = torch.randn(width, ELEMENTS // width, device="cuda",
-                            dtype=getattr(torch, dtype)).t()
-            buf = x.t().contiguous()
-            calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x),
-                     "exchange 256x32 4w": lambda: ss.softmax(x, exchange=True, block_r=256,
-                                                              block_i=32, num_warps=4)}
+            x, calls = _transposed(dtype, width)
+            calls["exchange 256x32 4w"] = _reference_exchange(x, 256, 32, 4)
+            assert x.stride(1) % 2 == 0  # the words need an even row stride
             for br, bi, w in PACKED_SHAPES:
-                p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
-                assert p.stride_xi == 1 and p.stride_xr % 2 == 0
-                out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-                stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
-                counters = torch.zeros(1 + p.grid, dtype=torch.int32, device="cuda")
+                calls[f"packed {br}x{bi} {w}w"] = _exchange_call(
+                    exchange_packed_kernel, x, br, bi, w, IS_BF16=x.dtype == torch.bfloat16)
+            _print_times(f"{x.shape[0]} x {width} {dtype} transposed", x, calls)
 
-                def call(p=p, out=out, stats=stats, counters=counters, w=w):
-                    counters.zero_()
-                    exchange_packed_kernel[(p.grid * p.splits,)](
-                        x, out, stats, counters, p.n_i, p.n_r, p.stride_xr, p.stride_oi,
-                        p.stride_or, p.splits, BLOCK_I=p.block_i, BLOCK_R=p.block_r,
-                        SLICES=triton.next_power_of_2(p.splits),
-                        IS_BF16=x.dtype == torch.bfloat16, num_warps=w)
-                    return out
-                calls[f"packed {br}x{bi} {w}w"] = call
-            print(f"\n{x.shape[0]} x {width} {dtype} transposed", flush=True)
-            errs = {k: (_max_err(f(), x) if k != "copy" else 0.0) for k, f in calls.items()}
-            times = graph_medians_us(list(calls.values()), plan)
-            copy = times[0]
-            for (label, _), us in zip(calls.items(), times, strict=True):
-                print(f"   {label:46s} {us:8.1f} us   {copy / us:5.2f} of copy   "
-                      f"max|err| {errs[label]:.1e}", flush=True)
+
+def _reference_exchange(x, br, bi, w):
+    from references import strided_softmax as ss
+    return lambda: ss.softmax(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,35 +400,13 @@ def exchange_steps_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, str
 
 def bisect(cases=(("float16", 4096), ("float16", 16384), ("float32", 4096),
                   ("float32", 16384)), shapes=((256, 32, 4), (512, 16, 4))):
-    import torch
-    from benchmarks import harness
-    from references import strided_softmax as ss
-
-    plan = harness.PLANS["sweep"]
     for dtype, width in cases:
-        x = torch.randn(width, ELEMENTS // width, device="cuda", dtype=getattr(torch, dtype)).t()
-        buf = x.t().contiguous()
-        calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+        x, calls = _transposed(dtype, width)
         for br, bi, w in shapes:
-            p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
-            out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-            stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
-            counters = torch.zeros(1 + p.grid, dtype=torch.int32, device="cuda")
             for steps in range(6):
-                def call(p=p, out=out, stats=stats, counters=counters, w=w, steps=steps):
-                    counters.zero_()
-                    exchange_steps_kernel[(p.grid * p.splits,)](
-                        x, out, stats, counters, p.n_i, p.n_r, p.stride_xi, p.stride_xr,
-                        p.stride_oi, p.stride_or, p.splits, BLOCK_I=p.block_i,
-                        BLOCK_R=p.block_r, SLICES=triton.next_power_of_2(p.splits),
-                        STEPS=steps, num_warps=w)
-                    return out
-                calls[f"steps 0..{steps} {br}x{bi} {w}w"] = call
-        print(f"\n{x.shape[0]} x {width} {dtype} transposed", flush=True)
-        times = graph_medians_us(list(calls.values()), plan)
-        copy = times[0]
-        for label, us in zip(calls, times, strict=True):
-            print(f"   {label:40s} {us:8.1f} us   {copy / us:5.2f} of copy", flush=True)
+                calls[f"steps 0..{steps} {br}x{bi} {w}w"] = _exchange_call(
+                    exchange_steps_kernel, x, br, bi, w, STEPS=steps)
+        _print_times(f"{x.shape[0]} x {width} {dtype} transposed", x, calls, errors=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,39 +490,14 @@ MERGE_VARIANTS = {
 
 def merge(dtypes=("float16", "float32"), widths=(4096, 8192, 16384, 32768),
           shapes=((256, 32, 4), (512, 16, 4), (512, 32, 8))):
-    import torch
-    from benchmarks import harness
-    from references import strided_softmax as ss
-
-    plan = harness.PLANS["sweep"]
     for dtype in dtypes:
         for width in widths:
-            x = torch.randn(width, ELEMENTS // width, device="cuda",
-                            dtype=getattr(torch, dtype)).t()
-            buf = x.t().contiguous()
-            calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+            x, calls = _transposed(dtype, width)
             for br, bi, w in shapes:
-                p = ss.plan(x, exchange=True, block_r=br, block_i=bi, num_warps=w)
-                out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-                stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device="cuda")
-                counters = torch.zeros(1 + p.grid, dtype=torch.int32, device="cuda")
                 for name, flags in MERGE_VARIANTS.items():
-                    def call(p=p, out=out, stats=stats, counters=counters, w=w, flags=flags):
-                        counters.zero_()
-                        exchange_merge_kernel[(p.grid * p.splits,)](
-                            x, out, stats, counters, p.n_i, p.n_r, p.stride_xi, p.stride_xr,
-                            p.stride_oi, p.stride_or, p.splits, BLOCK_I=p.block_i,
-                            BLOCK_R=p.block_r, SLICES=triton.next_power_of_2(p.splits),
-                            num_warps=w, **flags)
-                        return out
-                    calls[f"{name} {br}x{bi} {w}w"] = call
-            print(f"\n{x.shape[0]} x {width} {dtype} transposed", flush=True)
-            errs = {k: (_max_err(f(), x) if k != "copy" else 0.0) for k, f in calls.items()}
-            times = graph_medians_us(list(calls.values()), plan)
-            copy = times[0]
-            for (label, _), us in zip(calls.items(), times, strict=True):
-                print(f"   {label:40s} {us:8.1f} us   {copy / us:5.2f} of copy   "
-                      f"max|err| {errs[label]:.1e}", flush=True)
+                    calls[f"{name} {br}x{bi} {w}w"] = _exchange_call(exchange_merge_kernel, x,
+                                                                     br, bi, w, **flags)
+            _print_times(f"{x.shape[0]} x {width} {dtype} transposed", x, calls)
 
 
 def main() -> int:
