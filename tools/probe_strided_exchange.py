@@ -10,6 +10,18 @@
    and warp counts, as a ratio to torch.softmax.
 Graph timing, every variant of one problem timed in the same rounds. Prints one line per
 variant; a diagnostic, not evidence (benchmarks/results/diagnostics/ keeps its output).
+
+Why do 16-bit inputs gain nothing from the exchange? Each mode below times copies of the
+exchange kernel written in this file (not the reference's), float16 (and float32 or bfloat16)
+transposed views of rows 4096 to 32768 long:
+
+    --bisect   the kernel's steps switched on one at a time (ticket, load and transposed
+               store; each row's max; exp and sum; the arrival; reading the siblings'
+               statistics; the wait); outputs wrong until the last step, timing only
+    --lean     without masks, with exp(x - m) folded into one FFMA, without the wait
+    --grouped  tickets dealt to neighbouring strips first
+    --packed   16-bit values held two to a 32-bit register through the wait
+    --merge    a recomputed end, a release-only arrival, statistics stored row by row
 """
 
 from __future__ import annotations
@@ -349,14 +361,10 @@ def _reference_exchange(x, br, bi, w):
 # --bisect: from a bare transposing copy to the whole exchange, one step at a time
 # ---------------------------------------------------------------------------------------------
 @triton.jit
-def exchange_steps_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_xi,
-                          stride_xr, stride_oi, stride_or, n_slices,
-                          BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr, SLICES: tl.constexpr,
-                          STEPS: tl.constexpr):
-    """The exchange's steps up to STEPS (wrong output below 5, timing only): 0 ticket, load
-    and store the tile transposed; 1 + each row's max, stored; 2 + exp(x - m) and its sum,
-    stored, p stored instead of x; 3 + the arrival count; 4 + reading all slices' statistics
-    and scaling (no wait); 5 the whole exchange (with the wait)."""
+def _take_slice(x_ptr, counters_ptr, n_i, n_r, stride_xi, stride_xr, n_slices,
+                BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr):
+    """The reference exchange's first steps: take a ticket, name its strip and slice, load the
+    slice in float32 (-inf past the end of a row)."""
     ticket = tl.atomic_add(counters_ptr, 1)
     strip = (ticket // n_slices).to(tl.int64)
     slice_id = (ticket % n_slices).to(tl.int64)
@@ -367,6 +375,20 @@ def exchange_steps_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, str
     r_ok = r < n_r
     x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=i_ok & r_ok,
                 other=-float("inf")).to(tl.float32)
+    return strip, slice_id, rows, i, i_ok, r, r_ok, x
+
+
+@triton.jit
+def exchange_steps_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_xi,
+                          stride_xr, stride_oi, stride_or, n_slices,
+                          BLOCK_I: tl.constexpr, BLOCK_R: tl.constexpr, SLICES: tl.constexpr,
+                          STEPS: tl.constexpr):
+    """The exchange's steps up to STEPS (wrong output below 5, timing only): 0 ticket, load
+    and store the tile transposed; 1 + each row's max, stored; 2 + exp(x - m) and its sum,
+    stored, p stored instead of x; 3 + the arrival count; 4 + reading all slices' statistics
+    and scaling (no wait); 5 the whole exchange (with the wait)."""
+    strip, slice_id, rows, i, i_ok, r, r_ok, x = _take_slice(
+        x_ptr, counters_ptr, n_i, n_r, stride_xi, stride_xr, n_slices, BLOCK_I, BLOCK_R)
     y = x
     slot = slice_id * n_i + rows
     if STEPS >= 1:
@@ -424,16 +446,8 @@ def exchange_merge_kernel(x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, str
     acq_rel (the waiting reads acquire). ROW_MAJOR_STATS: the statistics of one row's slices
     side by side (row * n_slices + slice), so a strip's are one contiguous block and the merge
     reduces along the contiguous axis."""
-    ticket = tl.atomic_add(counters_ptr, 1)
-    strip = (ticket // n_slices).to(tl.int64)
-    slice_id = (ticket % n_slices).to(tl.int64)
-    rows = strip * BLOCK_I + tl.arange(0, BLOCK_I)
-    i = rows[None, :]
-    i_ok = i < n_i
-    r = slice_id * BLOCK_R + tl.arange(0, BLOCK_R).to(tl.int64)[:, None]
-    r_ok = r < n_r
-    x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=i_ok & r_ok,
-                other=-float("inf")).to(tl.float32)
+    strip, slice_id, rows, i, i_ok, r, r_ok, x = _take_slice(
+        x_ptr, counters_ptr, n_i, n_r, stride_xi, stride_xr, n_slices, BLOCK_I, BLOCK_R)
     m = tl.max(x, axis=0)
     shift = tl.where(m == -float("inf"), 0.0, m)
     p = tl.exp2((x - shift[None, :]) * LOG2E)
