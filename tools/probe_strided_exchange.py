@@ -22,6 +22,8 @@ transposed views of rows 4096 to 32768 long:
     --grouped  tickets dealt to neighbouring strips first
     --packed   16-bit values held two to a 32-bit register through the wait
     --merge    a recomputed end, a release-only arrival, statistics stored row by row
+
+    --one-block  instead: path B's one-block kernel (no exchange) on strips of 4096 and 8192
 """
 
 from __future__ import annotations
@@ -514,6 +516,24 @@ def merge(dtypes=("float16", "float32"), widths=(4096, 8192, 16384, 32768),
             _print_times(f"{x.shape[0]} x {width} {dtype} transposed", x, calls)
 
 
+def one_block(dtypes=("float16",), widths=(4096, 8192)):
+    """Path B's one-block kernel (a whole strip in one program, x read once, no exchange) on
+    rows longer than its default limit, through the launcher's knobs."""
+    from references import strided_softmax as ss
+
+    for dtype in dtypes:
+        for width in widths:
+            x, calls = _transposed(dtype, width)
+            for bi, w in ((4, 4), (4, 8), (8, 8), (8, 16), (16, 16)):
+                knobs = dict(path="B", block_r=width, block_i=bi, num_warps=w)
+                try:
+                    ss.plan(x, **knobs)
+                except ValueError:
+                    continue
+                calls[f"one block {width}x{bi} {w}w"] = lambda k=knobs: ss.softmax(x, **k)
+            _print_times(f"{x.shape[0]} x {width} {dtype} transposed", x, calls)
+
+
 def main() -> int:
     import torch
     if not torch.cuda.is_available():
@@ -521,6 +541,9 @@ def main() -> int:
         return 2
     if "--lean" in sys.argv:
         lean()
+        return 0
+    if "--one-block" in sys.argv:
+        one_block()
         return 0
     if "--merge" in sys.argv:
         merge()
