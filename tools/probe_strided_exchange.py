@@ -534,31 +534,18 @@ def one_block(dtypes=("float16",), widths=(4096, 8192)):
             _print_times(f"{x.shape[0]} x {width} {dtype} transposed", x, calls)
 
 
+MODES = {"--lean": lean, "--grouped": lambda: lean(grouped=True), "--packed": packed,
+         "--bisect": bisect, "--merge": merge, "--one-block": one_block}
+
+
 def main() -> int:
     import torch
     if not torch.cuda.is_available():
         print("needs a CUDA GPU")
         return 2
-    if "--lean" in sys.argv:
-        lean()
-        return 0
-    if "--one-block" in sys.argv:
-        one_block()
-        return 0
-    if "--merge" in sys.argv:
-        merge()
-        return 0
-    if "--bisect" in sys.argv:
-        bisect()
-        return 0
-    if "--packed" in sys.argv:
-        packed()
-        return 0
-    if "--grouped" in sys.argv:
-        lean(grouped=True)
-        return 0
-    transposed()
-    contiguous_fp32()
+    chosen = [mode for flag, mode in MODES.items() if flag in sys.argv]
+    for mode in chosen or [transposed, contiguous_fp32]:
+        mode()
     return 0
 
 
