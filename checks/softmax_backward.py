@@ -508,15 +508,24 @@ def autograd_softmax_apply(ctx, impl, case):
     tol = tolerance_for(dtype)
     # What the upstream gradient was, to recognise "saved x instead of y".
     dy = w if case.loss == "weighted" else w[0].expand(case.shape)
+    # PyTorch's error does not bound ours when our forward's y is less exact than PyTorch's:
+    # workshop 1's kernel computes 2^((x - m) log2 e) from a float32 product rounded to half an
+    # eps of |x - m| log2 e, so every y_j of a row may be off by up to about (2 + max|x - m|)
+    # float32 eps relative, and <dy, y> by that times sum|dy y|; dx_i inherits y_i times it.
+    # (Seen without this term: one float32 element 2.96e-7 off against 2.48e-7 allowed.)
+    x64_rows = x.detach().cpu().double()
+    y64 = x64_rows.softmax(case.dim)
+    mass = float((dy.cpu().double() * y64).abs().sum(case.dim).max())
+    spread = float((x64_rows.amax(case.dim) - x64_rows.amin(case.dim)).max())
+    forward_rel = (2.0 + spread) * torch.finfo(torch.float32).eps
     if ctx.device == "interpreter" and case.dtype == "bfloat16":
         # The interpreter truncates the forward's bf16 y (every y_j low by up to one eps, all
         # the same way), so <dy, y> shifts by up to eps * sum|dy y| instead of averaging out as
-        # PyTorch's round-to-nearest does; dx_i inherits y_i times that.
-        y64 = x.detach().cpu().double().softmax(case.dim)
-        mass = float((dy.cpu().double() * y64).abs().sum(case.dim).max())
-        slack += torch.finfo(dtype).eps * mass * float(y64.max())
+        # PyTorch's round-to-nearest does.
+        forward_rel += torch.finfo(dtype).eps
         ctx.note("bf16 stores truncate under Triton's interpreter; tolerance widened by "
                  "eps * sum|dy y| * max y")
+    slack += forward_rel * mass * float(y64.max())
 
     def saved_x(got, exp, bad):
         if _close(got, _vjp64(x.detach(), dy, case.dim), 0.02, tol.atol + slack):
