@@ -31,70 +31,67 @@ LOG2E = gl.constexpr(1.4426950408889634)
 
 
 @gluon.jit
-def exchange_smem_kernel(
-    x_ptr, out_ptr,  # input (n_i, n_r) view with any strides; output contiguous along r
-    stats_ptr,  # float32 (2, n_slices, n_i): each slice's maxima, then its sums
-    counters_ptr,  # int32 (1 + strips,), zeroed: the next ticket, then arrivals per strip
-    n_i, n_r, stride_xr, stride_oi, stride_or,  # x has unit stride along i (cp.async needs
-    # 16-byte runs; Triton 3.6 does not specialize an integer argument equal to 1)
-    n_slices,
-    BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, CHUNK_R: gl.constexpr, SLICES: gl.constexpr,
-    VEC: gl.constexpr,  # elements per 16-byte copy along i
-    num_warps: gl.constexpr,
-):
-    # Copy layout: lanes along i (x's contiguous dimension), VEC elements (16 bytes) each.
-    TPW_I: gl.constexpr = BLOCK_I // VEC
-    LOAD: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
-    # Store layout: lanes along r (the output's contiguous dimension), 8 elements each.
-    STORE: gl.constexpr = gl.BlockedLayout([8, 1], [CHUNK_R // 8, 256 // CHUNK_R],
-                                           [1, num_warps], [0, 1])
-    STATS: gl.constexpr = gl.BlockedLayout([1, 1], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
-    SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, 1, 1, [1, 0])
+def _load_slice(bufs, buf, ticket, x_ptr, n_i, n_r, stride_xr, n_slices,
+                BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, CHUNK_R: gl.constexpr,
+                LOAD: gl.constexpr):
+    """Start copying slice `ticket` into buffer `buf` of `bufs` (cp.async, one group)."""
     NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
+    strip = (ticket // n_slices).to(gl.int64)
+    r0 = (ticket % n_slices).to(gl.int64) * BLOCK_R
+    i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
+    rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    for c in range(NCHUNK):
+        r = r0 + c * CHUNK_R + rc
+        async_copy.async_copy_global_to_shared(bufs.index(buf * NCHUNK + c),
+                                               x_ptr + i[None, :] + r[:, None] * stride_xr,
+                                               mask=(r < n_r)[:, None] & (i < n_i)[None, :])
+    async_copy.commit_group()
 
-    ticket = gl.atomic_add(counters_ptr, 1)
+
+@gluon.jit
+def _publish(bufs, buf, ticket, stats_ptr, counters_ptr, n_i, n_r, n_slices,
+             BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, CHUNK_R: gl.constexpr,
+             LOAD: gl.constexpr):
+    """The loaded slice's max and sum per row i, from shared memory, written to the workspace;
+    then count the slice in. Elementwise over the chunks first, one reduction at the end."""
+    NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
     strip = (ticket // n_slices).to(gl.int64)
     slice_id = (ticket % n_slices).to(gl.int64)
     r0 = slice_id * BLOCK_R
-
-    # The slice, chunk by chunk, straight into shared memory (cp.async: no registers held).
-    tile = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, CHUNK_R, BLOCK_I], SMEM)
-    i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
-    i_ok = i < n_i
     rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD))
-    for c in range(NCHUNK):
-        r = r0 + c * CHUNK_R + rc.to(gl.int64)
-        ptrs = x_ptr + i[None, :] + r[:, None] * stride_xr
-        async_copy.async_copy_global_to_shared(tile.index(c), ptrs,
-                                               mask=(r < n_r)[:, None] & i_ok[None, :])
-    async_copy.commit_group()
-    async_copy.wait_group(0)
-    gl.thread_barrier()
-
-    # This slice's maxima and sums per row i, from shared memory: elementwise over the chunks
-    # first, then one reduction across lanes and warps.
     m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), gl.float32, layout=LOAD)
     for c in range(NCHUNK):
-        x = tile.index(c).load(LOAD).to(gl.float32)
+        x = bufs.index(buf * NCHUNK + c).load(LOAD).to(gl.float32)
         m2 = gl.maximum(m2, gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], x, -float("inf")))
     m = gl.max(m2, axis=0)
     shift = gl.where(m == -float("inf"), 0.0, m)
     s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
     for c in range(NCHUNK):
-        x = tile.index(c).load(LOAD).to(gl.float32)
+        x = bufs.index(buf * NCHUNK + c).load(LOAD).to(gl.float32)
         p = gl.exp2((x - shift[None, :]) * LOG2E)
         s2 += gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
     s = gl.sum(s2, axis=0)
-
+    i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
     slot = slice_id * n_i + i
-    gl.store(stats_ptr + slot, m, mask=i_ok)
-    gl.store(stats_ptr + n_slices * n_i + slot, s, mask=i_ok)
-    gl.thread_barrier()
-    arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    gl.store(stats_ptr + slot, m, mask=i < n_i)
+    gl.store(stats_ptr + n_slices * n_i + slot, s, mask=i < n_i)
+    gl.thread_barrier()  # every thread's statistics are written before the count says so
+    gl.atomic_add(counters_ptr + 1 + strip, 1, sem="release")
+
+
+@gluon.jit
+def _finish(bufs, buf, ticket, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_oi,
+            stride_or, n_slices, BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr,
+            CHUNK_R: gl.constexpr, SLICES: gl.constexpr, LOAD: gl.constexpr,
+            STORE: gl.constexpr, STATS: gl.constexpr):
+    """Wait for every slice of the strip, merge their statistics, normalise the slice in
+    `buf` chunk by chunk and store it, transposed through a layout conversion."""
+    NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
+    strip = (ticket // n_slices).to(gl.int64)
+    r0 = (ticket % n_slices).to(gl.int64) * BLOCK_R
+    arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
     while arrived < n_slices:
         arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
-
-    # The merge of every slice's (max, sum) per row.
     k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
     i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STATS)).to(gl.int64)
     ok = (k < n_slices) & (i_s < n_i)[None, :]
@@ -107,20 +104,80 @@ def exchange_smem_kernel(
     s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
     m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
     inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
-
-    # Normalise each chunk and store it transposed: lanes along r for the output.
     i_o = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STORE)).to(gl.int64)
+    rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, STORE)).to(gl.int64)
     for c in range(NCHUNK):
-        x = tile.index(c).load(LOAD).to(gl.float32)
+        x = bufs.index(buf * NCHUNK + c).load(LOAD).to(gl.float32)
         y = (gl.exp2((x - m_all[None, :]) * LOG2E) * inv_s[None, :]).to(out_ptr.dtype.element_ty)
         y = gl.convert_layout(y, STORE)
-        r = r0 + c * CHUNK_R + gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, STORE)).to(gl.int64)
+        r = r0 + c * CHUNK_R + rc
         gl.store(out_ptr + i_o[None, :] * stride_oi + r[:, None] * stride_or, y,
                  mask=(r < n_r)[:, None] & (i_o < n_i)[None, :])
 
 
-def softmax_exchange_smem(x, block_r=512, block_i=32, chunk_r=64, num_warps=4):
-    """Softmax over dim 1 of a 2-D CUDA tensor x through exchange_smem_kernel."""
+@gluon.jit
+def exchange_smem_kernel(
+    x_ptr, out_ptr,  # input (n_i, n_r) view; output contiguous along r
+    stats_ptr,  # float32 (2, n_slices, n_i): each slice's maxima, then its sums
+    counters_ptr,  # int32 (1 + strips,), zeroed: the next ticket, then arrivals per strip
+    n_i, n_r, stride_xr, stride_oi, stride_or,  # x has unit stride along i (cp.async needs
+    # 16-byte runs; Triton 3.6 does not specialize an integer argument equal to 1)
+    n_slices,
+    total,  # strips * n_slices: tickets to hand out
+    BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, CHUNK_R: gl.constexpr, SLICES: gl.constexpr,
+    VEC: gl.constexpr,  # elements per 16-byte copy along i
+    PERSISTENT: gl.constexpr,  # loop over tickets with two buffers (else one ticket, one buffer)
+    num_warps: gl.constexpr,
+):
+    # Copy layout: lanes along i (x's contiguous dimension), VEC elements (16 bytes) each.
+    TPW_I: gl.constexpr = BLOCK_I // VEC
+    LOAD: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    # Store layout: lanes along r (the output's contiguous dimension), 8 elements each.
+    STORE: gl.constexpr = gl.BlockedLayout([8, 1], [CHUNK_R // 8, 256 // CHUNK_R],
+                                           [1, num_warps], [0, 1])
+    STATS: gl.constexpr = gl.BlockedLayout([1, 1], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, 1, 1, [1, 0])
+    NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
+    BUFFERS: gl.constexpr = 2 if PERSISTENT else 1
+    bufs = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [BUFFERS * NCHUNK, CHUNK_R, BLOCK_I],
+                                     SMEM)
+
+    current = gl.atomic_add(counters_ptr, 1)
+    if current < total:
+        _load_slice(bufs, 0, current, x_ptr, n_i, n_r, stride_xr, n_slices, BLOCK_I, BLOCK_R,
+                    CHUNK_R, LOAD)
+        async_copy.wait_group(0)
+        gl.thread_barrier()
+        _publish(bufs, 0, current, stats_ptr, counters_ptr, n_i, n_r, n_slices, BLOCK_I,
+                 BLOCK_R, CHUNK_R, LOAD)
+        if PERSISTENT:
+            # Take the next ticket, load and publish it BEFORE waiting for the current strip:
+            # a program never waits while holding an unpublished ticket, so every strip whose
+            # tickets were handed out completes (given half a strip's programs at once).
+            buf = 0
+            while current < total:
+                nxt = gl.atomic_add(counters_ptr, 1)
+                if nxt < total:
+                    _load_slice(bufs, 1 - buf, nxt, x_ptr, n_i, n_r, stride_xr, n_slices,
+                                BLOCK_I, BLOCK_R, CHUNK_R, LOAD)
+                    async_copy.wait_group(0)
+                    gl.thread_barrier()
+                    _publish(bufs, 1 - buf, nxt, stats_ptr, counters_ptr, n_i, n_r, n_slices,
+                             BLOCK_I, BLOCK_R, CHUNK_R, LOAD)
+                _finish(bufs, buf, current, out_ptr, stats_ptr, counters_ptr, n_i, n_r,
+                        stride_oi, stride_or, n_slices, BLOCK_I, BLOCK_R, CHUNK_R, SLICES,
+                        LOAD, STORE, STATS)
+                gl.thread_barrier()  # buffer `buf` is read by all before it is loaded again
+                current = nxt
+                buf = 1 - buf
+        else:
+            _finish(bufs, 0, current, out_ptr, stats_ptr, counters_ptr, n_i, n_r, stride_oi,
+                    stride_or, n_slices, BLOCK_I, BLOCK_R, CHUNK_R, SLICES, LOAD, STORE, STATS)
+
+
+def softmax_exchange_smem(x, block_r=512, block_i=32, chunk_r=64, num_warps=4, programs=None):
+    """Softmax over dim 1 of a 2-D CUDA tensor x through exchange_smem_kernel; `programs`:
+    a persistent grid of that many programs (None: one program per ticket)."""
     import torch
 
     n_i, n_r = x.shape
@@ -131,10 +188,12 @@ def softmax_exchange_smem(x, block_r=512, block_i=32, chunk_r=64, num_warps=4):
     stats = torch.empty((2, slices, n_i), dtype=torch.float32, device=x.device)
     counters = torch.zeros(1 + strips, dtype=torch.int32, device=x.device)
     vec = 16 // x.element_size()
-    exchange_smem_kernel[(strips * slices,)](
+    grid = programs or strips * slices
+    exchange_smem_kernel[(grid,)](
         x, out, stats, counters, n_i, n_r, x.stride(1), out.stride(0),
-        out.stride(1), slices, BLOCK_I=block_i, BLOCK_R=block_r, CHUNK_R=chunk_r,
-        SLICES=max(2, 1 << (slices - 1).bit_length()), VEC=vec, num_warps=num_warps)
+        out.stride(1), slices, strips * slices, BLOCK_I=block_i, BLOCK_R=block_r,
+        CHUNK_R=chunk_r, SLICES=max(2, 1 << (slices - 1).bit_length()), VEC=vec,
+        PERSISTENT=programs is not None, num_warps=num_warps)
     return out
 
 
@@ -146,10 +205,14 @@ def main() -> int:
     from tools._timing import graph_medians_us
 
     plan = harness.PLANS["sweep"]
-    variants = [dict(block_r=256, block_i=32), dict(block_r=512, block_i=32),
-                dict(block_r=1024, block_i=32), dict(block_r=512, block_i=64, num_warps=8),
-                dict(block_r=256, block_i=64), dict(block_r=512, block_i=32, chunk_r=128),
-                dict(block_r=1024, block_i=16), dict(block_r=512, block_i=16)]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    variants = [dict(block_r=1024, block_i=32), dict(block_r=512, block_i=64, num_warps=8),
+                dict(block_r=256, block_i=64),
+                dict(block_r=512, block_i=32, programs=3 * sms),
+                dict(block_r=256, block_i=32, programs=5 * sms),
+                dict(block_r=256, block_i=64, programs=3 * sms),
+                dict(block_r=512, block_i=32, programs=2 * sms),
+                dict(block_r=256, block_i=32, programs=4 * sms)]
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
         for width, height in ((4096, 16384), (8192, 8192), (16384, 4096), (32768, 2048)):
             x = torch.randn(width, height, device="cuda", dtype=dtype).t()  # transposed view
