@@ -73,10 +73,6 @@ _MAX_ACC_PER_THREAD = 128
 # _add_partials_and_finish): 64 x 256 float32 is 64 registers per thread over 8 warps, twice
 # that while the next partial loads.
 _MAX_FIXUP_ROWS = 64
-# Warp specialization (warp_specialize=True): Triton specializes a num_warps = 4 program into a
-# loading group and two computing groups of 4 warps each.
-_WS_GROUP_WARPS = 4
-_WS_CONSUMER_GROUPS = 2
 
 # On compute capability 9.x with TMA-compatible operands, `persistent=None` picks the persistent
 # TMA kernel when this is True and the pointer kernel when it is False. Set from the H200 sweep.
@@ -256,14 +252,12 @@ def _load_tiles(a_desc, b_desc, off_m, off_n, off_k,
 @triton.jit
 def _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, stride_cn,
                  HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr, TMA_STORE: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WHOLE_BOX: tl.constexpr = False):
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """The epilogue of the persistent kernel's tile (pid_m, pid_n), and its store."""
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c = _epilogue(acc, bias_ptr, offs_m, offs_n, N, c_ptr.dtype.element_ty, HAS_BIAS, APPLY_RELU)
-    if TMA_STORE and WHOLE_BOX:
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c)
-    elif TMA_STORE:
+    if TMA_STORE:
         halves = tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
         c0, c1 = tl.split(halves)  # columns [0, BLOCK_N/2) and [BLOCK_N/2, BLOCK_N)
         c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c0)
@@ -328,7 +322,6 @@ def gemm_bias_relu_persistent_kernel(
     NUM_PROGRAMS: tl.constexpr,  # the grid size (one program per SM); the tile loop's stride
     STREAM_K: tl.constexpr,  # SK_TILES > 0: compile the Stream-K part
     FIXUP_ROWS: tl.constexpr,  # Stream-K: rows of a shared tile added up at a time
-    WARP_SPECIALIZE: tl.constexpr,  # producer warps load, two consumer warp groups compute
 ):
     # TMA descriptors: the copy engine fetches whole (BLOCK, BLOCK) boxes into shared memory and
     # fills every element outside `shape` with 0, so the M, N and K tails need no masks here.
@@ -350,12 +343,8 @@ def gemm_bias_relu_persistent_kernel(
     if TMA_STORE:
         # Stores in two half-width boxes: half the shared memory to stage a store (Triton's
         # tutorial calls this epilogue subtiling), and the copy engine clips the M and N tails.
-        if WARP_SPECIALIZE:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BLOCK_M, BLOCK_N])
-        else:
-            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                               block_shape=[BLOCK_M, BLOCK_N // 2])
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                           block_shape=[BLOCK_M, BLOCK_N // 2])
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -366,8 +355,7 @@ def gemm_bias_relu_persistent_kernel(
     # math independent of the next tile's loads so the compiler can overlap them
     # (flatten=True pipelines across the tile loop, as Triton's persistent-matmul tutorial does).
     tile_id_c = tl.program_id(0) - NUM_PROGRAMS
-    for tile_id in tl.range(tl.program_id(0), whole_tiles, NUM_PROGRAMS,
-                            flatten=not WARP_SPECIALIZE, warp_specialize=WARP_SPECIALIZE):
+    for tile_id in tl.range(tl.program_id(0), whole_tiles, NUM_PROGRAMS, flatten=True):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -380,7 +368,7 @@ def gemm_bias_relu_persistent_kernel(
         tile_id_c += NUM_PROGRAMS
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
         _finish_tile(acc, pid_m, pid_n, bias_ptr, c_ptr, c_desc, M, N, stride_cm, stride_cn,
-                     HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N, WARP_SPECIALIZE)
+                     HAS_BIAS, APPLY_RELU, TMA_STORE, BLOCK_M, BLOCK_N)
 
     if STREAM_K:
         # Stream-K (lesson 3): the last SK_TILES tiles would fill only part of a last wave, so
@@ -606,7 +594,7 @@ def _check_knob_types(**knobs) -> None:
             raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16; got {value!r}")
     if knobs["num_stages"] is not None:
         check_int_range("num_stages", knobs["num_stages"], 1, 8)
-    for name in ("persistent", "tma_store", "stream_k", "warp_specialize"):
+    for name in ("persistent", "tma_store", "stream_k"):
         if knobs[name] is not None and not isinstance(knobs[name], bool):
             raise TypeError(f"{name} must be True, False or None (automatic), got "
                             f"{knobs[name]!r}")
@@ -617,7 +605,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                    block_k: int | None = None, group_m: int | None = None,
                    num_warps: int | None = None, num_stages: int | None = None,
                    persistent: bool | None = None, tma_store: bool | None = None,
-                   stream_k: bool | None = None, warp_specialize: bool | None = None,
+                   stream_k: bool | None = None,
                    stage_unaligned: bool | None = None) -> torch.Tensor:
     """relu(a @ b + bias) (ReLU optional): float32 accumulation and epilogue, one rounding.
 
@@ -656,7 +644,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
         raise TypeError(f"relu must be True or False, got {relu!r}")
     _check_knob_types(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                       num_warps=num_warps, num_stages=num_stages, persistent=persistent,
-                      tma_store=tma_store, stream_k=stream_k, warp_specialize=warp_specialize)
+                      tma_store=tma_store, stream_k=stream_k)
     if stage_unaligned is not None and not isinstance(stage_unaligned, bool):
         raise TypeError(f"stage_unaligned must be True, False or None, got {stage_unaligned!r}")
     check_same("b", b, "a", a, shape=False)
@@ -675,27 +663,18 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     if stage_unaligned and K > 0 and M > 0 and N > 0:
         knobs = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                      num_warps=num_warps, num_stages=num_stages, persistent=persistent,
-                     tma_store=tma_store, stream_k=stream_k, warp_specialize=warp_specialize)
+                     tma_store=tma_store, stream_k=stream_k)
         return _gemm_staged(a, b, bias, relu, knobs)
     num_sms = sm_count(index) if on_gpu else _INTERPRETER_PROGRAMS
     config = dict(_default_config_items(M, N, K, num_sms, tma_ok or K == 0, not on_gpu))
     given = dict(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m,
                  num_warps=num_warps, num_stages=num_stages)
     config.update({k: v for k, v in given.items() if v is not None})
-    if warp_specialize:
-        # Triton's Hopper warp specialization takes a program of num_warps = 4 and runs it as
-        # three groups of 4 warps: one issues the TMA loads, two split the tile's rows and
-        # compute. With other warp counts it does not specialize.
-        if num_warps not in (None, _WS_GROUP_WARPS):
-            raise ValueError(f"warp_specialize=True runs groups of {_WS_GROUP_WARPS} warps: "
-                             f"num_warps must be {_WS_GROUP_WARPS} or None, got {num_warps}")
-        config["num_warps"] = _WS_GROUP_WARPS
-    compute_warps = config["num_warps"] * (_WS_CONSUMER_GROUPS if warp_specialize else 1)
-    per_thread = config["block_m"] * config["block_n"] // (32 * compute_warps)
+    per_thread = config["block_m"] * config["block_n"] // (32 * config["num_warps"])
     if per_thread > _MAX_ACC_PER_THREAD:
         raise ValueError(
             f"block_m x block_n = {config['block_m']} x {config['block_n']} float32 accumulators "
-            f"over {compute_warps} computing warps is {per_thread} registers per thread; "
+            f"over num_warps = {config['num_warps']} warps is {per_thread} registers per thread; "
             f"at most {_MAX_ACC_PER_THREAD} fit without spilling. Use more num_warps or smaller "
             "blocks.")
 
@@ -708,24 +687,6 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                 f"persistent=True needs TMA-compatible operands: 16-byte aligned base and strides "
                 f"with unit stride in one dimension; got a strides {a.stride()}, b strides "
                 f"{b.stride()} ({a.element_size()}-byte elements). Use persistent=None or False.")
-    if warp_specialize:
-        if persistent is False:
-            raise ValueError("warp_specialize=True needs the persistent kernel; got "
-                             "persistent=False. Use warp_specialize=None or False.")
-        if stream_k:
-            raise ValueError("warp_specialize=True and stream_k=True cannot be combined (Triton "
-                             "does not specialize a kernel with Stream-K's second loop). Use "
-                             "stream_k=None or False.")
-        persistent = True
-        if on_gpu and capability(index)[0] != 9:
-            raise ValueError(f"warp_specialize=True is the Hopper (compute capability 9.x) path; "
-                             f"this GPU is {capability(index)}. Use warp_specialize=None or "
-                             "False.")
-        if K > 0 and not tma_ok:
-            raise ValueError(
-                f"warp_specialize=True needs TMA-compatible operands: 16-byte aligned base and "
-                f"strides with unit stride in one dimension; got a strides {a.stride()}, b "
-                f"strides {b.stride()}. Use warp_specialize=None or False.")
     if persistent is None:
         # Not for small problems: at most one tile per SM leaves a persistent grid nothing to
         # loop over (see few_tiles).
@@ -761,8 +722,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             triton.set_allocator(descriptor_scratch)
         tiles = cdiv(M, bm) * cdiv(N, bn)
         programs = min(num_sms, tiles)
-        sk_tiles = 0 if warp_specialize else stream_k_tiles(tiles, programs, cdiv(K, bk),
-                                                             stream_k)
+        sk_tiles = stream_k_tiles(tiles, programs, cdiv(K, bk), stream_k)
         # Stream-K's workspace, new for every call that shares tiles (so that calls on
         # different streams never share it): two float32 tile slots per program, and one
         # arrival count per shared tile, which must start at 0 (the kernel leaves them at 0
@@ -777,8 +737,7 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
             a, b, bias, c, partials, arrivals, M, N, K, a.stride(0), a.stride(1), b.stride(0),
             b.stride(1), c.stride(0), c.stride(1), sk_tiles, A_MAJOR_M=layouts[0] == "col",
             B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store, NUM_PROGRAMS=programs,
-            STREAM_K=sk_tiles > 0, FIXUP_ROWS=min(bm, _MAX_FIXUP_ROWS),
-            WARP_SPECIALIZE=bool(warp_specialize), **common)
+            STREAM_K=sk_tiles > 0, FIXUP_ROWS=min(bm, _MAX_FIXUP_ROWS), **common)
     else:
         grid = (cdiv(M, bm) * cdiv(N, bn),)
         gemm_bias_relu_kernel[grid](

@@ -46,12 +46,6 @@ asks whether two persistent programs per SM overlap one's epilogue with the othe
 a grid of 1x and 2x the SMs (the launcher's SM count scaled for the call) at tiles small
 enough for two to share an SM (128 x 128 over 4 or 8 warps, 2-4 stages; 64 x 256), next to
 the default, torch.mm and the same-contract baseline at 4096^3 and 8192^3, same rounds.
-    python3 tools/probe_gemm_tiles.py --warp-specialize
-
-times Triton's Hopper warp specialization of the persistent kernel (`warp_specialize=True`: a
-group of 4 warps issues the TMA loads while two groups of 4 compute, so the loads of the next
-tile and the epilogue of this one overlap the products) at several tile shapes and stage counts
-against the default, torch.mm and the same-contract baseline, at the benchmark's large shapes.
 """
 
 from __future__ import annotations
@@ -286,44 +280,7 @@ def per_sm_probe() -> int:
     return 0
 
 
-def warp_specialize_probe() -> int:
-    import torch
-
-    from benchmarks import harness
-    from references import fused_gemm as fg
-
-    plan = harness.PLANS["sweep"]
-    base = dict(block_m=128, block_n=256, block_k=64, group_m=8, num_stages=3,
-                warp_specialize=True)
-    variants = [base, dict(base, num_stages=2), dict(base, group_m=16),
-                dict(base, block_m=256, block_n=128), dict(base, block_n=128, num_stages=4),
-                dict(base, block_n=128, num_stages=6)]
-    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (16384, 1024, 4096),
-              (2048, 2048, 2048)]
-    for m, n, k in shapes:
-        for dtype in (torch.bfloat16, torch.float16):
-            a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
-            calls["default"] = lambda: fg.gemm_bias_relu(a, b, bias)
-            for knobs in variants:
-                def ours(knobs=knobs):
-                    return fg.gemm_bias_relu(a, b, bias, **knobs)
-
-                try:
-                    err = _rel_err(ours(), expected)
-                except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory: report it
-                    print(f"   {knobs}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-                    continue
-                label = (f"ws {knobs['block_m']}x{knobs['block_n']} {knobs['num_stages']}st "
-                         f"g{knobs['group_m']} rel.err {err:.1e}")
-                calls[label] = ours
-            medians = graph_medians_us(calls.values(), plan)
-            _print_rows(f"{m}x{n}x{k} {str(dtype)[6:]}", calls, medians, 2 * m * n * k)
-    return 0
-
-
 def main() -> int:
-    if "--warp-specialize" in sys.argv:
-        return warp_specialize_probe()
     if "--per-sm" in sys.argv:
         return per_sm_probe()
     if "--stream-k-parts" in sys.argv:

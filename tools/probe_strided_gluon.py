@@ -65,7 +65,7 @@ def _publish(bufs, buf, ticket, stats_ptr, counters_ptr, n_i, n_r, n_slices,
         x = bufs.index(buf * NCHUNK + c).load(LOAD)
         if not EVEN_R:
             x = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], x, -float("inf"))
-        m2 = gl.maximum(m2, x)
+        m2 = gl.maximum(m2, x).to(m2.dtype)  # bfloat16 maxima come back as float32
     m = gl.max(m2, axis=0).to(gl.float32)
     shift = gl.where(m == -float("inf"), 0.0, m)
     s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
