@@ -417,9 +417,17 @@ def bad_calls(ctx, impl, case):
     # rows of 4 positions make 1 slice on a GPU; under the interpreter no exchange runs at all
     ctx.expect_error(f, x.t(), exchange=True, mentions=["exchange"],
                      what="exchange where it cannot run")
+    ctx.expect_error(f, x, smem="yes", mentions=["smem"], what="smem not a bool")
+    ctx.expect_error(f, x.t(), smem=True, exchange=False, mentions=["smem", "exchange"],
+                     what="smem without the exchange")
+    ctx.expect_error(f, x, smem=True, mentions=["path"], what="smem on path A")
     if ctx.device == "cuda":
         ctx.expect_error(f, ctx.randn((1000, 16)).t(), exchange=True, block_r=2,
                          mentions=["exchange", "slices"], what="exchange with too many slices")
+        ctx.expect_error(f, ctx.randn((256, 1000)).t(), smem=True, block_r=32,
+                         mentions=["smem", "block_r"], what="smem with slices under 64")
+        ctx.expect_error(f, ctx.randn((256, 1001)).t(), smem=True,
+                         mentions=["smem", "16-byte"], what="smem on unaligned rows")
         ctx.expect_error(f, x.cpu(), mentions=["cuda"], what="CPU tensor on a GPU run")
 
 
@@ -442,12 +450,25 @@ def _exchange_cases(device: str) -> list[Case]:
                    dtype="float32"),
               Case(kind="huge", layout="transposed", shape=(40, 600), dim=-1, block_r=64,
                    dtype="float32")]
+    # The exchange in shared memory (the Gluon kernel): ragged slices and strips, -inf slices,
+    # logits near 1e4, a plain contiguous dim=0 call, and the launcher's own choice for long
+    # 16-bit rows of a transposed view (on compute capability 9.x).
+    cases += [Case(kind="random", layout="transposed", shape=(300, 777), dim=-1, block_r=128,
+                   smem=True, dtype=dt) for dt in DTYPES]
+    cases += [Case(kind="random", layout="contiguous", shape=(1000, 40), dim=0, block_r=128,
+                   smem=True, dtype="float32"),
+              Case(kind="random", layout="transposed", shape=(100, 4097), dim=-1, block_r=None,
+                   dtype="bfloat16"),
+              Case(kind="masked", layout="transposed", shape=(40, 600), dim=-1, block_r=128,
+                   smem=True, dtype="float16"),
+              Case(kind="huge", layout="transposed", shape=(40, 600), dim=-1, block_r=128,
+                   smem=True, dtype="float16")]
     return cases
 
 
 @register(W, "cuda.exchange", tier="cuda", uses=SOFTMAX, cases=_exchange_cases,
-          doc="path B's exchange: slices of a strip swap statistics and wait for each other "
-              "(needs programs running at once: a GPU)")
+          doc="path B's exchange, in registers and in shared memory: slices of a strip swap "
+              "statistics and wait for each other (needs programs running at once: a GPU)")
 def cuda_exchange(ctx, impl, case):
     ctx.require_cuda()
     torch = ctx.torch
@@ -466,6 +487,8 @@ def cuda_exchange(ctx, impl, case):
         x = base.to(getattr(torch, case.dtype)).t().contiguous().t()
     # No block_r: the launcher's default plan, which picks the exchange for this shape.
     knobs = {} if case.block_r is None else {"exchange": True, "block_r": case.block_r}
+    if case.get("smem"):
+        knobs["smem"] = True
     out = _call(ctx, impl, x, case.dim, **knobs)
     name = (f"softmax(x, dim={case.dim}, **{knobs}) of x {tuple(x.shape)} with strides "
             f"{tuple(x.stride())}")
@@ -504,9 +527,10 @@ def cuda_stream(ctx, impl, case):
 @register(W, "cuda.graph", tier="cuda", uses=SOFTMAX,
           cases=[Case(layout=lay, shape=(256, 1000), dim=dim, dtype="bfloat16")
                  for lay in ("contiguous", "transposed") for dim in (-1, 0)]
-          # float32 transposed rows of 5000: the exchange, whose zeroed counters the graph must
-          # reset on every replay
-          + [Case(layout="transposed", shape=(64, 5000), dim=-1, dtype="float32")],
+          # transposed rows of 5000: the exchange (float32 in registers, bfloat16 in shared
+          # memory), whose zeroed counters the graph must reset on every replay
+          + [Case(layout="transposed", shape=(64, 5000), dim=-1, dtype=dt)
+             for dt in ("float32", "bfloat16")],
           doc="captured in a CUDA graph, replayed on new input values")
 def cuda_graph(ctx, impl, case):
     ctx.require_cuda()

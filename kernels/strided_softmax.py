@@ -49,7 +49,14 @@ import torch
 import triton
 import triton.language as tl
 
-from ._gpu import cdiv, device_index, sm_count
+try:  # Gluon: Triton's lower-level dialect (explicit layouts, explicit shared memory); GPU only
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+except ImportError:  # an older Triton: no shared-memory exchange (smem=None never picks it)
+    gluon = gl = async_copy = None
+
+from ._gpu import capability, cdiv, device_index, sm_count
 from ._validate import (check_device, check_dim, check_int_range, check_power_of_two,
                         check_tensor, interpreting)
 
@@ -106,12 +113,26 @@ _SPLIT_PROGRAMS = 1024
 # 8192 / 16384 / 32768 positions, against 0.56 for the two-kernel split; float16 0.47 at best,
 # as the split, and 0.33-0.40 at 32768 (a program moves half the bytes for the same fixed chain
 # of ticket, load, publish, wait, merge, store, and the chain's latency dominates), so 16-bit
-# inputs keep the split.
+# inputs take the shared-memory exchange below where they can.
 _EXCHANGE_TILE = 8192
 _EXCHANGE_MIN_SLICE = 256
 _EXCHANGE_SLICES = 64
 _EXCHANGE_WARPS = 4
 _EXCHANGE_MAX_AUTO = 32768
+# Path B, exchange through shared memory (softmax_across_exchange_smem_kernel, Gluon): the slice
+# waits in shared memory instead of registers. Default for 16-bit rows of 2049 to
+# _EXCHANGE_MAX_AUTO positions on compute capability 9.x, x with unit stride along I and
+# 16-byte aligned rows. Slices of (block_r, block_i, num_warps) = _SMEM_SHORT up to 4096
+# positions, _SMEM_LONG beyond (64 KiB of float16 each: three programs per SM), float32
+# _SMEM_FLOAT32 when asked for (smem=True; the register exchange is faster there). H200 probe
+# (graph timing, 128 MiB transposed views, diagnostics/probe-strided-gluon-*): float16 0.60 /
+# 0.59 / 0.55 / 0.51 of copy at 4096 / 8192 / 16384 / 32768 positions, against 0.47 for the
+# split and the register exchange.
+_SMEM_SHORT = (1024, 32, 4)
+_SMEM_LONG = (512, 64, 8)
+_SMEM_FLOAT32 = (512, 32, 4)
+_SMEM_CHUNK = 64  # positions per chunk: each chunk passes through registers on its own
+_SMEM_MAX_BYTES = 65536  # a slice in shared memory: at most 64 KiB, so three fit an SM
 PATHS = ("A", "B")
 
 # Candidate launch knobs for a benchmark sweep (each is a dict of keyword arguments; a knob left
@@ -159,6 +180,7 @@ class Plan(NamedTuple):
     splits: int = 1  # path B: slices of the reduction per strip, one program each (1: no split)
     rows_per_split: int = 0  # positions along the reduction per slice (a multiple of block_r)
     exchange: bool = False  # path B split in one kernel: slices swap statistics, x read once
+    smem: bool = False  # the exchange holds its slice in shared memory (the Gluon kernel)
 
 
 @triton.jit
@@ -421,6 +443,119 @@ def softmax_across_exchange_kernel(
              (p * scale[None, :]).to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)
 
 
+
+def _gluon_jit(fn):
+    """gluon.jit where this Triton has Gluon; otherwise the kernel is None (never launched)."""
+    return gluon.jit(fn) if gluon is not None else None
+
+
+@_gluon_jit
+def softmax_across_exchange_smem_kernel(
+    x_ptr, out_ptr,  # input, output (as in softmax_across_exchange_kernel)
+    stats_ptr,  # float32 workspace (2, n_slices, n_i): each slice's maxima, then its sums
+    counters_ptr,  # int32 workspace (1 + strips,), zeroed: the next ticket, then arrivals
+    n_i, n_r,  # sizes; x has unit stride along I (checked by plan(): cp.async copies 16-byte
+    stride_xr, stride_oi, stride_or,  # runs, and Triton 3.6 does not specialize a stride of 1)
+    n_slices,  # slices per strip (at most the number of SMs: see plan())
+    BLOCK_I: gl.constexpr,  # neighbouring rows per strip
+    BLOCK_R: gl.constexpr,  # positions per slice: a slice is held in shared memory
+    CHUNK_R: gl.constexpr,  # positions per chunk: the slice goes through registers chunk by chunk
+    SLICES: gl.constexpr,  # n_slices rounded up to a power of two (a tile side)
+    VEC: gl.constexpr,  # elements in 16 bytes: one cp.async per lane and chunk row
+    EVEN_R: gl.constexpr,  # n_r is a multiple of BLOCK_R: no slice needs a mask along R
+    num_warps: gl.constexpr,
+):
+    """Path B, exchange with the slice in shared memory (Gluon, a GPU only: lesson 1, section 9).
+
+    The same tickets, statistics and wait as softmax_across_exchange_kernel, but the slice is
+    copied from global memory straight into shared memory (cp.async: no registers hold it while
+    the program waits), the statistics are computed from there, and after the merge each chunk
+    is read back, normalised, re-laid for the transposed store and stored. A program then needs
+    few registers, so several slices per SM wait at once (227 KiB of shared memory against
+    about 64 KiB of slices in registers): fewer rounds of waiting for the same bytes.
+    """
+    # Layouts, written out (Gluon's difference from Triton): LOAD puts the lanes along I, x's
+    # contiguous dimension, VEC elements (16 bytes) each; STORE puts them along R, the output's
+    # contiguous dimension, 8 elements each; STATS reads the (SLICES, BLOCK_I) statistics.
+    TPW_I: gl.constexpr = BLOCK_I // VEC
+    LOAD: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    STORE: gl.constexpr = gl.BlockedLayout([8, 1], [CHUNK_R // 8, 256 // CHUNK_R],
+                                           [1, num_warps], [0, 1])
+    STATS: gl.constexpr = gl.BlockedLayout([1, 1], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, 1, 1, [1, 0])  # rows of x, unswizzled
+    NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
+
+    ticket = gl.atomic_add(counters_ptr, 1)  # the order in which programs started
+    strip = (ticket // n_slices).to(gl.int64)
+    slice_id = (ticket % n_slices).to(gl.int64)
+    r0 = slice_id * BLOCK_R
+    tile = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, CHUNK_R, BLOCK_I], SMEM)
+
+    # 1. The slice into shared memory, every chunk's copy in flight at once. Masked lanes are
+    #    filled with 0, so the statistics below mask positions past n_r themselves.
+    i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
+    rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    for c in range(NCHUNK):
+        r = r0 + c * CHUNK_R + rc
+        async_copy.async_copy_global_to_shared(tile.index(c),
+                                               x_ptr + i[None, :] + r[:, None] * stride_xr,
+                                               mask=(r < n_r)[:, None] & (i < n_i)[None, :])
+    async_copy.commit_group()
+    async_copy.wait_group(0)
+    gl.thread_barrier()  # every lane's copies have landed before anyone reads them
+
+    # 2. This slice's max and sum per row, from shared memory: elementwise over the chunks,
+    #    then one reduction across lanes and warps. The maxima in x's own dtype (exact).
+    m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), x_ptr.dtype.element_ty, layout=LOAD)
+    for c in range(NCHUNK):
+        x = tile.index(c).load(LOAD)
+        if not EVEN_R:
+            x = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], x, -float("inf"))
+        m2 = gl.maximum(m2, x).to(m2.dtype)  # (bfloat16 maxima come back as float32)
+    m = gl.max(m2, axis=0).to(gl.float32)  # (BLOCK_I,)
+    shift = gl.where(m == -float("inf"), 0.0, m)  # a slice of only -inf: no -inf - (-inf)
+    s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
+    for c in range(NCHUNK):
+        p = gl.exp2((tile.index(c).load(LOAD).to(gl.float32) - shift[None, :]) * LOG2E)
+        if not EVEN_R:
+            p = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
+        s2 += p
+    slot = slice_id * n_i + i
+    gl.store(stats_ptr + slot, m, mask=i < n_i)
+    gl.store(stats_ptr + n_slices * n_i + slot, gl.sum(s2, axis=0), mask=i < n_i)
+
+    # 3. Count in, wait for the strip's other slices (see softmax_across_exchange_kernel for
+    #    why the wait cannot deadlock), merge every slice's (max, sum).
+    gl.thread_barrier()
+    arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    while arrived < n_slices:
+        arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
+    i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STATS)).to(gl.int64)
+    ok = (k < n_slices) & (i_s < n_i)[None, :]
+    m_k = gl.load(stats_ptr + k * n_i + i_s[None, :], mask=ok, other=-float("inf"),
+                  cache_modifier=".cg")
+    s_k = gl.load(stats_ptr + (n_slices + k) * n_i + i_s[None, :], mask=ok, other=0.0,
+                  cache_modifier=".cg")
+    m_all = gl.max(m_k, axis=0)
+    shift_all = gl.where(m_all == -float("inf"), 0.0, m_all)
+    s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+    m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
+    inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
+
+    # 4. y = exp(x - M) / S, chunk by chunk from shared memory; convert_layout re-lays each
+    #    chunk (through shared memory, bank-conflict free) so the stores run along R.
+    i_o = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STORE)).to(gl.int64)
+    rc_o = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, STORE)).to(gl.int64)
+    for c in range(NCHUNK):
+        x = tile.index(c).load(LOAD).to(gl.float32)
+        y = gl.exp2((x - m_all[None, :]) * LOG2E) * inv_s[None, :]
+        y = gl.convert_layout(y.to(out_ptr.dtype.element_ty), STORE)
+        r = r0 + c * CHUNK_R + rc_o
+        gl.store(out_ptr + i_o[None, :] * stride_oi + r[:, None] * stride_or, y,
+                 mask=(r < n_r)[:, None] & (i_o < n_i)[None, :])
+
+
 def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int, stride_or: int) -> str:
     """Give the lanes of a warp the dimension whose neighbours are closest in memory.
 
@@ -463,7 +598,8 @@ def _fit(n_r: int, block_i: int, one_block_tile: int, chunk_tile: int) -> int:
 def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
          block_i: int | None = None, num_warps: int | None = None,
          num_stages: int | None = None, path: str | None = None,
-         splits: int | None = None, exchange: bool | None = None) -> Plan:
+         splits: int | None = None, exchange: bool | None = None,
+         smem: bool | None = None) -> Plan:
     """Validate the knobs and decide how `softmax(x, dim, ...)` will run (nothing is launched)."""
     check_tensor("x", x, ndim=2)
     dim = check_dim(dim, 2)
@@ -481,6 +617,11 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
         check_int_range("splits", splits, 1, _MAX_SPLITS)
     if exchange is not None and not isinstance(exchange, bool):
         raise TypeError(f"exchange must be a bool or None (auto), got {type(exchange).__name__}")
+    if smem is not None and not isinstance(smem, bool):
+        raise TypeError(f"smem must be a bool or None (auto), got {type(smem).__name__}")
+    if smem and exchange is False:
+        raise ValueError("smem=True is a way to run the exchange; it cannot go with "
+                         "exchange=False")
 
     # Normalise to "reduce along R, independent along I". The output is a new contiguous
     # tensor of x's shape, so its strides are (n_cols, 1) whatever x's are.
@@ -496,11 +637,13 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if path == "A" and splits not in (None, 1):
         raise ValueError(f"splits={splits} needs path B (it cuts the strips of path B along the "
                          f"reduction); this call runs path A")
+    if smem is None and exchange is not False:
+        smem = _auto_smem(x, n_r, path, stride_xi, stride_xr, block_r, block_i, splits)
     if exchange is None:
-        exchange = _auto_exchange(x, n_r, path, block_r, block_i, splits)
+        exchange = smem or _auto_exchange(x, n_r, path, block_r, block_i, splits)
     if exchange:
         return _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path,
-                              block_r, block_i, num_warps, num_stages, splits)
+                              block_r, block_i, num_warps, num_stages, splits, bool(smem))
     # Block sizes. The lanes' dimension (A: along R, B: across I) gets the coalesced loads. When
     # the output is contiguous along the *other* dimension (path A for dim=0, path B for
     # dim=1), the tile needs at least _TRANSPOSE_SIDE elements along that one too: Triton then
@@ -573,9 +716,9 @@ def _check_tile(block_r: int, block_i: int) -> None:
 
 
 def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path, block_r,
-                   block_i, num_warps, num_stages, splits) -> Plan:
-    """The plan of path B's exchange (one kernel, x read once), or a ValueError saying why it
-    cannot run this call."""
+                   block_i, num_warps, num_stages, splits, smem) -> Plan:
+    """The plan of path B's exchange (one kernel, x read once), in registers or (smem) in
+    shared memory, or a ValueError saying why it cannot run this call."""
     if path != "B":
         raise ValueError("exchange=True needs path B (it cuts the strips of path B along the "
                          "reduction); this call runs path A")
@@ -586,6 +729,9 @@ def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path
         raise ValueError("exchange=True needs programs that run at the same time: Triton's "
                          "interpreter runs them one after another (use exchange=False)")
     check_device("x", x)  # before asking its GPU for the number of SMs
+    if smem:
+        return _smem_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r,
+                          block_i, num_warps, num_stages)
     block_r = block_r or _exchange_slice(n_r)
     block_i = min(block_i or max(_EXCHANGE_TILE // block_r, 1), _pow2(n_i))
     _check_tile(block_r, block_i)
@@ -598,6 +744,72 @@ def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path
     return Plan("B", n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
                 False, num_warps or _EXCHANGE_WARPS, num_stages, cdiv(n_i, block_i), slices,
                 block_r, exchange=True)
+
+
+def _smem_reason(x, stride_xi: int, stride_xr: int) -> str | None:
+    """Why the shared-memory exchange cannot run on x (None: it can)."""
+    if gluon is None:
+        return f"this Triton ({triton.__version__}) has no Gluon (triton.experimental.gluon)"
+    if interpreting() or x.device.type != "cuda":
+        return "it needs a GPU (Triton's interpreter runs programs one after another)"
+    if capability(device_index(x))[0] < 8:
+        return f"it needs cp.async (compute capability 8.0 or newer); this GPU is " \
+               f"{capability(device_index(x))}"
+    size = x.element_size()
+    if stride_xi != 1 or (stride_xr * size) % 16 or x.data_ptr() % 16:
+        return (f"it copies 16-byte runs of neighbouring rows: x needs unit stride across the "
+                f"rows and 16-byte aligned rows; got stride {stride_xi} across the rows, "
+                f"{stride_xr} along them, {size}-byte elements, address {x.data_ptr()} "
+                f"(mod 16: {x.data_ptr() % 16})")
+    return None
+
+
+def _auto_smem(x, n_r, path, stride_xi, stride_xr, block_r, block_i, splits) -> bool:
+    """Whether a call that leaves `smem` out runs the shared-memory exchange: 16-bit path B rows
+    too long for one tile and no longer than _EXCHANGE_MAX_AUTO, no knob asking for another
+    plan, on compute capability 9.x (where it was measured) with every slice of a strip able to
+    run at once."""
+    if path != "B" or block_r is not None or block_i is not None or splits is not None:
+        return False
+    if x.dtype == torch.float32 or _short(n_r) or n_r > _EXCHANGE_MAX_AUTO:
+        return False
+    if _smem_reason(x, stride_xi, stride_xr) or capability(device_index(x))[0] != 9:
+        return False
+    slice_r = (_SMEM_SHORT if n_r <= 4096 else _SMEM_LONG)[0]
+    return cdiv(n_r, slice_r) <= _gpu_sms(x)
+
+
+def _smem_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
+               num_warps, num_stages) -> Plan:
+    """The plan of the shared-memory exchange, or a ValueError saying why it cannot run."""
+    reason = _smem_reason(x, stride_xi, stride_xr)
+    if reason:
+        raise ValueError(f"smem=True (the exchange in shared memory) cannot run this call: "
+                         f"{reason}. Use smem=False or None.")
+    size = x.element_size()
+    default = _SMEM_FLOAT32 if size == 4 else _SMEM_SHORT if n_r <= 4096 else _SMEM_LONG
+    block_r = block_r or default[0]
+    block_i = min(block_i or default[1], max(_pow2(n_i), 16 // size))
+    num_warps = num_warps or default[2]
+    if block_r < _SMEM_CHUNK:
+        raise ValueError(f"smem=True copies slices in chunks of {_SMEM_CHUNK} positions: "
+                         f"block_r must be at least {_SMEM_CHUNK}, got {block_r}")
+    if not 16 <= block_i * size <= 512:
+        raise ValueError(f"smem=True gives each lane 16 bytes of a row of the slice: block_i * "
+                         f"{size} bytes must be 16 to 512, got block_i={block_i}")
+    if block_r * block_i * size > _SMEM_MAX_BYTES:
+        raise ValueError(f"smem=True holds a slice of block_r x block_i = {block_r} x {block_i} "
+                         f"elements in shared memory: at most {_SMEM_MAX_BYTES} bytes, got "
+                         f"{block_r * block_i * size}")
+    slices = cdiv(n_r, block_r)
+    sms = _gpu_sms(x)
+    if slices < 2 or slices > sms:
+        raise ValueError(f"smem=True needs 2 to {sms} slices of block_r positions (every "
+                         f"slice of a strip must be able to run at once, one per SM); "
+                         f"{n_r} positions in blocks of {block_r} make {slices}")
+    return Plan("B", n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
+                False, num_warps, num_stages, cdiv(n_i, block_i), slices, block_r,
+                exchange=True, smem=True)
 
 
 def _short(n_r: int) -> bool:
@@ -639,7 +851,8 @@ def _auto_splits(n_r: int, n_i: int) -> int:
 def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
             block_i: int | None = None, num_warps: int | None = None,
             num_stages: int | None = None, path: str | None = None,
-            splits: int | None = None, exchange: bool | None = None) -> torch.Tensor:
+            splits: int | None = None, exchange: bool | None = None,
+            smem: bool | None = None) -> torch.Tensor:
     """Softmax of a 2-D tensor over `dim`, for any strides (0 included); statistics in float32.
 
     Returns a new contiguous tensor of x's shape and dtype. x is read in place (never copied).
@@ -649,10 +862,13 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     "B" lanes across rows; default: chosen from the strides), `splits` (path B: slices of the
     reduction per strip, 1..64; default: chosen from the shape), `exchange` (path B: the slices
     of a strip in one kernel, swapping statistics, x read once; needs a GPU; default: float32
-    rows of 2049-32768).
+    rows of 2049-32768; 16-bit ones take it in shared memory), `smem` (the exchange with its
+    slice in shared memory, the Gluon kernel: a GPU of compute capability 8.0 or newer, x with
+    unit stride across the rows and 16-byte aligned rows; default: 16-bit rows of 2049-32768 on
+    compute capability 9.x).
     """
     p = plan(x, dim, block_r=block_r, block_i=block_i, num_warps=num_warps,
-             num_stages=num_stages, path=path, splits=splits, exchange=exchange)
+             num_stages=num_stages, path=path, splits=splits, exchange=exchange, smem=smem)
     check_device("x", x)
 
     # torch.empty, not empty_like: empty_like keeps a transposed input's strides.
@@ -660,6 +876,15 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if x.numel() == 0:
         return out
     stages = {} if p.num_stages is None else {"num_stages": p.num_stages}
+    if p.smem:
+        stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
+        counters = torch.zeros(1 + p.grid, dtype=torch.int32, device=x.device)
+        softmax_across_exchange_smem_kernel[(p.grid * p.splits,)](
+            x, out, stats, counters, p.n_i, p.n_r, p.stride_xr, p.stride_oi, p.stride_or,
+            p.splits, BLOCK_I=p.block_i, BLOCK_R=p.block_r, CHUNK_R=_SMEM_CHUNK,
+            SLICES=_pow2(p.splits), VEC=16 // x.element_size(),
+            EVEN_R=p.n_r % p.block_r == 0, num_warps=p.num_warps)
+        return out
     if p.exchange:
         stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
         counters = torch.zeros(1 + p.grid, dtype=torch.int32, device=x.device)

@@ -85,11 +85,79 @@ def test_float32_long_transposed_rows_take_the_exchange(strided_h200, width, blo
 @pytest.mark.parametrize("width,dtype", [
     (2048, torch.float32),  # one tile per strip already reads x once
     (65536, torch.float32),  # longer than the measured range
-    (4096, torch.float16), (32768, torch.bfloat16),  # 16-bit: no faster than the split
+    # 16-bit without the shared-memory exchange (here: a meta tensor, so no GPU to run it):
+    # the register exchange is no faster than the split
+    (4096, torch.float16), (32768, torch.bfloat16),
 ])
 def test_other_transposed_rows_keep_their_paths(strided_h200, width, dtype):
     ss, transposed = strided_h200
     assert not ss.plan(transposed(4096, width, dtype)).exchange
+
+
+@pytest.fixture
+def smem_h200(strided_h200, monkeypatch):
+    """strided_h200 on a GPU that can run the shared-memory exchange (compute capability 9.0)."""
+    ss, transposed = strided_h200
+    monkeypatch.setattr(ss, "_smem_reason", lambda x, stride_xi, stride_xr: None)
+    monkeypatch.setattr(ss, "capability", lambda index: (9, 0))
+    monkeypatch.setattr(ss, "device_index", lambda x: 0)
+    return ss, transposed
+
+
+@pytest.mark.parametrize("width,block_r,block_i,warps", [
+    (4096, 1024, 32, 4), (2049, 1024, 32, 4), (8192, 512, 64, 8), (32768, 512, 64, 8)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16bit_long_transposed_rows_take_the_smem_exchange(smem_h200, width, block_r, block_i,
+                                                           warps, dtype):
+    ss, transposed = smem_h200
+    p = ss.plan(transposed((1 << 26) // width, width, dtype))
+    assert p.exchange and p.smem
+    assert (p.block_r, p.block_i, p.num_warps) == (block_r, block_i, warps)
+    assert p.block_r * p.block_i * 2 <= ss._SMEM_MAX_BYTES  # three programs per SM
+
+
+@pytest.mark.parametrize("width,dtype", [
+    (4096, torch.float32),  # float32: the register exchange is faster
+    (2048, torch.float16),  # one tile per strip
+    (65536, torch.float16),  # longer than the measured range
+])
+def test_smem_exchange_only_where_measured(smem_h200, width, dtype):
+    ss, transposed = smem_h200
+    assert not ss.plan(transposed(4096, width, dtype)).smem
+
+
+def test_smem_exchange_needs_hopper_by_default_and_says_why_it_cannot_run(smem_h200,
+                                                                          monkeypatch):
+    ss, transposed = smem_h200
+    monkeypatch.setattr(ss, "capability", lambda index: (8, 0))  # not measured there
+    assert not ss.plan(transposed(4096, 4096, torch.float16)).smem
+    assert ss.plan(transposed(4096, 4096, torch.float16), smem=True).smem  # asked for: runs
+    monkeypatch.setattr(ss, "_smem_reason", lambda x, stride_xi, stride_xr: "a reason")
+    with pytest.raises(ValueError, match="a reason"):
+        ss.plan(transposed(4096, 4096, torch.float16), smem=True)
+    with pytest.raises(ValueError, match="exchange=False"):
+        ss.plan(transposed(4096, 4096, torch.float16), smem=True, exchange=False)
+    with pytest.raises(TypeError, match="smem"):
+        ss.plan(transposed(4096, 4096, torch.float16), smem="yes")
+
+
+def test_smem_exchange_tiles_are_checked(smem_h200):
+    ss, transposed = smem_h200
+    x = transposed(4096, 4096, torch.float16)
+    with pytest.raises(ValueError, match="at least 64"):
+        ss.plan(x, smem=True, block_r=32)
+    with pytest.raises(ValueError, match="16 to 512"):
+        ss.plan(x, smem=True, block_i=4)
+    with pytest.raises(ValueError, match="65536"):
+        ss.plan(x, smem=True, block_r=2048, block_i=32)
+
+
+def test_smem_reason_names_what_is_missing():
+    from references import strided_softmax as ss
+
+    x = torch.randn(64, 64).t()
+    reason = ss._smem_reason(x, 1, 64)
+    assert reason and ("GPU" in reason or "Gluon" in reason)
 
 
 def test_exchange_needs_every_slice_of_a_strip_running(strided_h200, monkeypatch):

@@ -41,6 +41,11 @@ BUGS = [
     Bug("exchange_numerator_not_rescaled", find="scale = tl.exp2((m - m_all) * LOG2E) / s_all",
         replace="scale = 1.0 / s_all", check="cuda.exchange", hint="slices disagree",
         gpu_only=True),
+    # The same merge mistake in the shared-memory exchange (the Gluon kernel).
+    Bug("smem_exchange_sums_not_rescaled",
+        find="s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)",
+        replace="s_all = gl.sum(s_k, axis=0)", check="cuda.exchange", hint="slices disagree",
+        gpu_only=True),
     Bug("no_knob_validation", find='check_power_of_two("num_warps", num_warps, 1, 16)',
         replace="pass", check="bad_calls", hint="refuse bad calls"),
 ]
