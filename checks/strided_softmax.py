@@ -428,6 +428,11 @@ def bad_calls(ctx, impl, case):
                          mentions=["smem", "block_r"], what="smem with slices under 64")
         ctx.expect_error(f, ctx.randn((256, 1001)).t(), smem=True,
                          mentions=["smem", "16-byte"], what="smem on unaligned rows")
+        # 44 rows of float16 at a row stride of 48, in a buffer that ends right after the last
+        # row's 44th element: the copy's last 16-byte run (rows 40-47) would read past it
+        tight = ctx.randn((599 * 48 + 44,)).half().as_strided((44, 600), (1, 48))
+        ctx.expect_error(f, tight, smem=True, mentions=["smem", "storage"],
+                         what="smem where the last 16-byte run ends past the storage")
         ctx.expect_error(f, x.cpu(), mentions=["cuda"], what="CPU tensor on a GPU run")
 
 
@@ -453,7 +458,7 @@ def _exchange_cases(device: str) -> list[Case]:
     # The exchange in shared memory (the Gluon kernel): ragged slices and strips, -inf slices,
     # logits near 1e4, a plain contiguous dim=0 call, and the launcher's own choice for long
     # 16-bit rows of a transposed view (on compute capability 9.x).
-    cases += [Case(kind="random", layout="transposed", shape=(300, 777), dim=-1, block_r=128,
+    cases += [Case(kind="padded", layout="transposed", shape=(300, 777), dim=-1, block_r=128,
                    smem=True, dtype=dt) for dt in DTYPES]
     cases += [Case(kind="random", layout="contiguous", shape=(1000, 40), dim=0, block_r=128,
                    smem=True, dtype="float32"),
@@ -474,6 +479,11 @@ def cuda_exchange(ctx, impl, case):
     torch = ctx.torch
     if case.kind == "random":
         x = make_view(ctx, case.layout, case.shape, case.dtype)
+    elif case.kind == "padded":
+        # the first m columns of a wider tensor, transposed: rows of 16-element aligned storage
+        # (what the shared-memory copy needs) and m = 300 rows, not a whole number of 16 bytes
+        m, n = case.shape
+        x = ctx.randn((n, -(-m // 16) * 16), case.dtype, scale=3.0)[:, :m].t()
     else:
         m, n = case.shape
         if case.kind == "huge":  # logits near 1e4: exp overflows without every max shift

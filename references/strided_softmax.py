@@ -509,11 +509,16 @@ def softmax_across_exchange_smem_kernel(
     #    filled with 0, so the statistics below mask positions past n_r themselves.
     i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
     rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    # Whole 16-byte runs or nothing: a run that starts before n_i is copied whole (cp.async
+    # moves at least 4 bytes, so a mask may not cut a run of 16-bit values). plan() checks
+    # that x's storage holds those few elements past n_i; they only ever reach rows >= n_i,
+    # which are never stored.
+    i_copy = gl.max_constancy((i - i % VEC) < n_i, [VEC])  # (tells the compiler it is so)
     for c in range(NCHUNK):
         r = r0 + c * CHUNK_R + rc
         async_copy.async_copy_global_to_shared(tile.index(c),
                                                x_ptr + i[None, :] + r[:, None] * stride_xr,
-                                               mask=(r < n_r)[:, None] & (i < n_i)[None, :])
+                                               mask=(r < n_r)[:, None] & i_copy[None, :])
     async_copy.commit_group()
     async_copy.wait_group(0)
     gl.thread_barrier()  # every lane's copies have landed before anyone reads them
@@ -660,7 +665,7 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
         raise ValueError(f"splits={splits} needs path B (it cuts the strips of path B along the "
                          f"reduction); this call runs path A")
     if smem is None and exchange is not False:
-        smem = _auto_smem(x, n_r, path, stride_xi, stride_xr, block_r, block_i, splits)
+        smem = _auto_smem(x, n_r, n_i, path, stride_xi, stride_xr, block_r, block_i, splits)
     if exchange is None:
         exchange = smem or _auto_exchange(x, n_r, path, block_r, block_i, splits)
     if exchange:
@@ -768,7 +773,7 @@ def _exchange_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, path
                 block_r, exchange=True)
 
 
-def _smem_reason(x, stride_xi: int, stride_xr: int) -> str | None:
+def _smem_reason(x, n_r: int, n_i: int, stride_xi: int, stride_xr: int) -> str | None:
     """Why the shared-memory exchange cannot run on x (None: it can)."""
     if gluon is None:
         return f"this Triton ({triton.__version__}) has no Gluon (triton.experimental.gluon)"
@@ -783,10 +788,17 @@ def _smem_reason(x, stride_xi: int, stride_xr: int) -> str | None:
                 f"rows and 16-byte aligned rows; got stride {stride_xi} across the rows, "
                 f"{stride_xr} along them, {size}-byte elements, address {x.data_ptr()} "
                 f"(mod 16: {x.data_ptr() % 16})")
+    # The copy takes the last 16-byte run of a row whole (see the kernel): a few elements past
+    # n_i, which must still lie inside x's storage at the end of the last row.
+    vec = 16 // size
+    end = x.storage_offset() + (n_r - 1) * stride_xr + cdiv(n_i, vec) * vec
+    if end * size > x.untyped_storage().nbytes():
+        return (f"it copies whole 16-byte runs, and the last run of x's last row ends "
+                f"{end * size - x.untyped_storage().nbytes()} bytes past x's storage")
     return None
 
 
-def _auto_smem(x, n_r, path, stride_xi, stride_xr, block_r, block_i, splits) -> bool:
+def _auto_smem(x, n_r, n_i, path, stride_xi, stride_xr, block_r, block_i, splits) -> bool:
     """Whether a call that leaves `smem` out runs the shared-memory exchange: 16-bit path B rows
     too long for one tile and no longer than _EXCHANGE_MAX_AUTO, no knob asking for another
     plan, on compute capability 9.x (where it was measured) with every slice of a strip able to
@@ -795,7 +807,7 @@ def _auto_smem(x, n_r, path, stride_xi, stride_xr, block_r, block_i, splits) -> 
         return False
     if x.dtype == torch.float32 or _short(n_r) or n_r > _EXCHANGE_MAX_AUTO:
         return False
-    if _smem_reason(x, stride_xi, stride_xr) or capability(device_index(x))[0] != 9:
+    if _smem_reason(x, n_r, n_i, stride_xi, stride_xr) or capability(device_index(x))[0] != 9:
         return False
     slice_r = (_SMEM_SHORT if n_r <= 4096 else _SMEM_LONG)[0]
     return cdiv(n_r, slice_r) <= _gpu_sms(x)
@@ -804,7 +816,7 @@ def _auto_smem(x, n_r, path, stride_xi, stride_xr, block_r, block_i, splits) -> 
 def _smem_plan(x, n_r, n_i, stride_xr, stride_xi, stride_or, stride_oi, block_r, block_i,
                num_warps, num_stages) -> Plan:
     """The plan of the shared-memory exchange, or a ValueError saying why it cannot run."""
-    reason = _smem_reason(x, stride_xi, stride_xr)
+    reason = _smem_reason(x, n_r, n_i, stride_xi, stride_xr)
     if reason:
         raise ValueError(f"smem=True (the exchange in shared memory) cannot run this call: "
                          f"{reason}. Use smem=False or None.")

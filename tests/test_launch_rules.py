@@ -98,7 +98,7 @@ def test_other_transposed_rows_keep_their_paths(strided_h200, width, dtype):
 def smem_h200(strided_h200, monkeypatch):
     """strided_h200 on a GPU that can run the shared-memory exchange (compute capability 9.0)."""
     ss, transposed = strided_h200
-    monkeypatch.setattr(ss, "_smem_reason", lambda x, stride_xi, stride_xr: None)
+    monkeypatch.setattr(ss, "_smem_reason", lambda *args: None)
     monkeypatch.setattr(ss, "capability", lambda index: (9, 0))
     monkeypatch.setattr(ss, "device_index", lambda x: 0)
     return ss, transposed
@@ -132,7 +132,7 @@ def test_smem_exchange_needs_hopper_by_default_and_says_why_it_cannot_run(smem_h
     monkeypatch.setattr(ss, "capability", lambda index: (8, 0))  # not measured there
     assert not ss.plan(transposed(4096, 4096, torch.float16)).smem
     assert ss.plan(transposed(4096, 4096, torch.float16), smem=True).smem  # asked for: runs
-    monkeypatch.setattr(ss, "_smem_reason", lambda x, stride_xi, stride_xr: "a reason")
+    monkeypatch.setattr(ss, "_smem_reason", lambda *args: "a reason")
     with pytest.raises(ValueError, match="a reason"):
         ss.plan(transposed(4096, 4096, torch.float16), smem=True)
     with pytest.raises(ValueError, match="exchange=False"):
@@ -156,7 +156,7 @@ def test_smem_reason_names_what_is_missing():
     from references import strided_softmax as ss
 
     x = torch.randn(64, 64).t()
-    reason = ss._smem_reason(x, 1, 64)
+    reason = ss._smem_reason(x, 64, 64, 1, 64)
     assert reason and ("GPU" in reason or "Gluon" in reason)
 
 
