@@ -469,7 +469,10 @@ def softmax_across_exchange_smem_kernel(
     stats_ptr,  # float32 workspace (2, n_slices, n_i): each slice's maxima, then its sums
     counters_ptr,  # int32 workspace (1 + strips,), zeroed: the next ticket, then arrivals
     n_i, n_r,  # sizes; x has unit stride along I (checked by plan(): cp.async copies 16-byte
-    stride_xr, stride_oi, stride_or,  # runs, and Triton 3.6 does not specialize a stride of 1)
+    # runs, and Triton 3.6 does not specialize a stride of 1)
+    runs_xr,  # x's stride along R in 16-byte runs (stride_xr = runs_xr * VEC): so the compiler
+    # knows every row starts on a 16-byte boundary, which it cannot see in a stride of 40
+    stride_oi, stride_or,
     n_slices,  # slices per strip (at most the number of SMs: see plan())
     BLOCK_I: gl.constexpr,  # neighbouring rows per strip
     BLOCK_R: gl.constexpr,  # positions per slice: a slice is held in shared memory
@@ -477,6 +480,8 @@ def softmax_across_exchange_smem_kernel(
     SLICES: gl.constexpr,  # n_slices rounded up to a power of two (a tile side)
     VEC: gl.constexpr,  # elements in 16 bytes: one cp.async per lane and chunk row
     EVEN_R: gl.constexpr,  # n_r is a multiple of BLOCK_R: no slice needs a mask along R
+    OUT_ALONG_R: gl.constexpr,  # stride_or == 1 (dim=-1: a transposing store); else the output
+    # runs along I like x (stride_oi == 1). A constexpr, since Triton 3.6 does not specialize 1
     num_warps: gl.constexpr,
 ):
     """Path B, exchange with the slice in shared memory (Gluon, a GPU only: lesson 1, section 9).
@@ -517,7 +522,7 @@ def softmax_across_exchange_smem_kernel(
     for c in range(NCHUNK):
         r = r0 + c * CHUNK_R + rc
         async_copy.async_copy_global_to_shared(tile.index(c),
-                                               x_ptr + i[None, :] + r[:, None] * stride_xr,
+                                               x_ptr + i[None, :] + r[:, None] * (runs_xr * VEC),
                                                mask=(r < n_r)[:, None] & i_copy[None, :])
     async_copy.commit_group()
     async_copy.wait_group(0)
@@ -562,17 +567,22 @@ def softmax_across_exchange_smem_kernel(
     m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
     inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
 
-    # 4. y = exp(x - M) / S, chunk by chunk from shared memory; convert_layout re-lays each
-    #    chunk (through shared memory, bank-conflict free) so the stores run along R.
+    # 4. y = exp(x - M) / S, chunk by chunk from shared memory. For an output that runs along
+    #    R, convert_layout re-lays each chunk (through shared memory, bank-conflict free) so
+    #    that the stores run along R too.
     i_o = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STORE)).to(gl.int64)
     rc_o = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, STORE)).to(gl.int64)
     for c in range(NCHUNK):
         x = tile.index(c).load(LOAD).to(gl.float32)
-        y = gl.exp2((x - m_all[None, :]) * LOG2E) * inv_s[None, :]
-        y = gl.convert_layout(y.to(out_ptr.dtype.element_ty), STORE)
-        r = r0 + c * CHUNK_R + rc_o
-        gl.store(out_ptr + i_o[None, :] * stride_oi + r[:, None] * stride_or, y,
-                 mask=(r < n_r)[:, None] & (i_o < n_i)[None, :])
+        y = (gl.exp2((x - m_all[None, :]) * LOG2E) * inv_s[None, :]).to(out_ptr.dtype.element_ty)
+        if OUT_ALONG_R:
+            r = r0 + c * CHUNK_R + rc_o
+            gl.store(out_ptr + i_o[None, :] * stride_oi + r[:, None], gl.convert_layout(y, STORE),
+                     mask=(r < n_r)[:, None] & (i_o < n_i)[None, :])
+        else:
+            r = r0 + c * CHUNK_R + rc
+            gl.store(out_ptr + i[None, :] + r[:, None] * stride_or, y,
+                     mask=(r < n_r)[:, None] & (i < n_i)[None, :])
 
 
 def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int, stride_or: int) -> str:
@@ -914,10 +924,11 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
         stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
         counters = torch.zeros(1 + p.grid, dtype=torch.int32, device=x.device)
         softmax_across_exchange_smem_kernel[(p.grid * p.splits,)](
-            x, out, stats, counters, p.n_i, p.n_r, p.stride_xr, p.stride_oi, p.stride_or,
-            p.splits, BLOCK_I=p.block_i, BLOCK_R=p.block_r, CHUNK_R=_SMEM_CHUNK,
-            SLICES=_pow2(p.splits), VEC=16 // x.element_size(),
-            EVEN_R=p.n_r % p.block_r == 0, num_warps=p.num_warps)
+            x, out, stats, counters, p.n_i, p.n_r, p.stride_xr // (16 // x.element_size()),
+            p.stride_oi, p.stride_or, p.splits, BLOCK_I=p.block_i, BLOCK_R=p.block_r,
+            CHUNK_R=_SMEM_CHUNK, SLICES=_pow2(p.splits), VEC=16 // x.element_size(),
+            EVEN_R=p.n_r % p.block_r == 0, OUT_ALONG_R=p.stride_or == 1,
+            num_warps=p.num_warps)
         return out
     if p.exchange:
         stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
