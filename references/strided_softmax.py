@@ -577,12 +577,13 @@ def softmax_across_exchange_smem_kernel(
         y = (gl.exp2((x - m_all[None, :]) * LOG2E) * inv_s[None, :]).to(out_ptr.dtype.element_ty)
         if OUT_ALONG_R:
             r = r0 + c * CHUNK_R + rc_o
+            keep = (i_o < n_i)[None, :] & ((r < n_r)[:, None] if not EVEN_R else True)
             gl.store(out_ptr + i_o[None, :] * stride_oi + r[:, None], gl.convert_layout(y, STORE),
-                     mask=(r < n_r)[:, None] & (i_o < n_i)[None, :])
+                     mask=keep)
         else:
             r = r0 + c * CHUNK_R + rc
-            gl.store(out_ptr + i[None, :] + r[:, None] * stride_or, y,
-                     mask=(r < n_r)[:, None] & (i < n_i)[None, :])
+            keep = (i < n_i)[None, :] & ((r < n_r)[:, None] if not EVEN_R else True)
+            gl.store(out_ptr + i[None, :] + r[:, None] * stride_or, y, mask=keep)
 
 
 def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int, stride_or: int) -> str:
