@@ -24,6 +24,10 @@ What you will learn
     sum), waits for the other slices of its strip and scales its registers: x is read once.
     Programs take tickets so the wait cannot deadlock; Triton's interpreter, which runs
     programs one at a time, cannot run it.
+  * path B, exchange in shared memory (`softmax_across_exchange_smem_kernel`, 16-bit by default
+    on compute capability 9.x): the same exchange written in Gluon, Triton's lower-level
+    dialect with explicit layouts and shared memory. The slice waits in shared memory instead
+    of registers, so more slices wait per SM at once (lesson 1, section 5). Not an exercise.
 - Tail ownership in two flavours: lanes past the end of a row are loaded as -inf (they take part
   in the max and the sum, and must change neither); lanes past the last row compute throwaway
   values and are never stored.
@@ -34,8 +38,9 @@ Limitations
   write); wider rows take a second pass over the input (one more read). Path B holds the whole
   reduction only for short rows (up to 2048) and walks longer ones in two passes, split over
   several programs per strip when there are few strips; float32 rows of up to 32768 on a GPU
-  take the exchange instead (one read). 16-bit transposed rows longer than 2048 stay under 0.5
-  of the copy bandwidth (the validation report says why). Very wide contiguous rows with few of
+  take the exchange instead (one read), 16-bit ones its shared-memory version on compute
+  capability 9.x. 16-bit transposed rows longer than 2048 stay under 0.6 of the copy
+  bandwidth (0.59 at 4096 down to 0.50 at 32768 on the H200; the validation report says why). Very wide contiguous rows with few of
   them leave most of the GPU idle on path A: that is the split softmax workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
 - Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
