@@ -1,0 +1,85 @@
+"""Attention tiles on the grids where we are furthest behind cuDNN. A diagnostic.
+
+    python3 tools/probe_attention_tiles.py
+
+Batched attention at d = 128 without a mask runs at 0.79-0.82x SDPA-cuDNN (validation report).
+Its default tile, 128 x 64 over 4 warps with 2 stages, needs 255 registers on sm_90 and spills
+72 bytes per thread; over 8 warps the same tile needs 138 and does not spill
+(tests/test_gpu_compile.py compiles them in CI). The sweep and the later A/B never timed these
+two against each other. This times, for 16 heads of 4096 and 64 heads of 8192 (bf16, d = 64
+and 128, causal and not), the launcher's default and tiles that compile without spilling
+(registers, stack and shared memory per tile for sm_90 in TILES' comments), next to
+SDPA-cuDNN, in interleaved graph-timing rounds (tools/_timing.py), after checking every output
+against cuDNN's. Prints one line per variant; benchmarks/results/diagnostics/ keeps outputs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools._timing import attention_problems, graph_medians_us, sdpa_cudnn  # noqa: E402
+
+TILES = {  # d -> tiles (bf16 on sm_90, Triton 3.6, TMA loads: registers, spill, shared memory)
+    128: [dict(block_m=128, block_n=64, num_warps=4, num_stages=2),  # 255, 72 B, 96 KiB
+          dict(block_m=128, block_n=64, num_warps=8, num_stages=2),  # 138, none, 96 KiB
+          dict(block_m=128, block_n=64, num_warps=8, num_stages=3),  # 139, none, 129 KiB
+          dict(block_m=128, block_n=128, num_warps=8, num_stages=2),  # 191, none, 161 KiB
+          dict(block_m=128, block_n=32, num_warps=8, num_stages=4),  # 114, none, 96 KiB
+          dict(block_m=64, block_n=64, num_warps=4, num_stages=3)],  # 138, none, 113 KiB
+    64: [dict(block_m=128, block_n=64, num_warps=8, num_stages=3),  # 107, none, 65 KiB
+         dict(block_m=128, block_n=64, num_warps=4, num_stages=2),  # 189, none, 48 KiB
+         dict(block_m=128, block_n=128, num_warps=8, num_stages=2),  # 156, none, 81 KiB
+         dict(block_m=64, block_n=64, num_warps=4, num_stages=3)],  # 106, none, 57 KiB
+}
+
+
+def _label(knobs: dict) -> str:
+    if not knobs:
+        return "launcher default"
+    return f"{knobs['block_m']}x{knobs['block_n']}/{knobs['num_warps']}w/{knobs['num_stages']}s"
+
+
+def main() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import streaming_attention as sa
+
+    if not torch.cuda.is_available():
+        print("probe_attention_tiles times kernels on a GPU; none is visible here")
+        return 2
+    plan = harness.PLANS["sweep"]
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16")
+    for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (64, 8192)]):
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        expected = cudnn().float()
+        fns, labels = [cudnn], ["sdpa-cudnn"]
+        for knobs in [{}] + [t for t in TILES[d] if not causal or t["block_n"] <= t["block_m"]]:
+            def ours(knobs=knobs, q=q, k=k, v=v, causal=causal):
+                return sa.attention_heads(q, k, v, causal=causal, **knobs)
+
+            try:
+                err = (ours().float() - expected).abs().max().item()
+            except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory: report it
+                print(f"   {_label(knobs)}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                continue
+            if err > 0.05:
+                print(f"   {_label(knobs)}: max |diff| vs cudnn {err:.2e}: WRONG, not timed")
+                continue
+            fns.append(ours)
+            labels.append(_label(knobs))
+        times = graph_medians_us(fns, plan)
+        print(f"H={heads} N={n} d={d} causal={causal} (default "
+              f"{_label(sa._config({}, d, q.dtype, causal, n, heads))}):", flush=True)
+        for label, us in zip(labels, times, strict=True):
+            print(f"   {label:22s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
