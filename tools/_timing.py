@@ -1,4 +1,4 @@
-"""Timing helper shared by the probes in tools/ (diagnostics, not the benchmark harness)."""
+"""Timing helpers shared by the probes in tools/ (diagnostics, not the benchmark harness)."""
 
 from __future__ import annotations
 
@@ -46,3 +46,22 @@ def attention_problems(shapes, dims=(64, 128)):
                 q, k, v = (torch.randn(heads, n, d, device="cuda", dtype=torch.bfloat16)
                            for _ in range(3))
                 yield heads, n, d, causal, q, k, v, 4 * heads * n * n * d // (2 if causal else 1)
+
+
+def matching(reference, candidates: dict, tolerance: float = 0.05) -> dict:
+    """The candidates (label -> zero-argument call) whose output is within `tolerance` (max
+    absolute difference) of reference()'s; each one left out is printed with the reason
+    (wrong output, or an error such as running out of shared memory), so it is never timed."""
+    expected = reference().float()
+    kept = {}
+    for label, call in candidates.items():
+        try:
+            err = (call().float() - expected).abs().max().item()
+        except Exception as exc:  # noqa: BLE001 - a diagnostic reports and goes on
+            print(f"   {label}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+            continue
+        if err > tolerance:
+            print(f"   {label}: max |diff| vs the reference {err:.2e}: WRONG, not timed")
+            continue
+        kept[label] = call
+    return kept

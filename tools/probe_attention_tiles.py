@@ -5,12 +5,12 @@
 Batched attention at d = 128 without a mask runs at 0.79-0.82x SDPA-cuDNN (validation report).
 Its default tile, 128 x 64 over 4 warps with 2 stages, needs 255 registers on sm_90 and spills
 72 bytes per thread; over 8 warps the same tile needs 138 and does not spill
-(tests/test_gpu_compile.py compiles them in CI). The sweep and the later A/B never timed these
-two against each other. This times, for 16 heads of 4096 and 64 heads of 8192 (bf16, d = 64
-and 128, causal and not), the launcher's default and tiles that compile without spilling
-(registers, stack and shared memory per tile for sm_90 in TILES' comments), next to
-SDPA-cuDNN, in interleaved graph-timing rounds (tools/_timing.py), after checking every output
-against cuDNN's. Prints one line per variant; benchmarks/results/diagnostics/ keeps outputs.
+(tools/compile_sm90.py; tests/test_gpu_compile.py checks it in CI). The sweep and the later A/B
+never timed these two against each other. This times, for 16 heads of 4096 and 64 heads of
+8192 (bf16, d = 64 and 128, causal and not), the launcher's default and the tiles of TILES
+(that 4-warp tile and others that compile without spilling), next to SDPA-cuDNN, in
+interleaved graph-timing rounds (tools/_timing.py), after checking every output against
+cuDNN's. Prints one line per variant; benchmarks/results/diagnostics/ keeps outputs.
 """
 
 from __future__ import annotations
@@ -20,9 +20,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import attention_problems, graph_medians_us, sdpa_cudnn  # noqa: E402
+from tools._timing import (  # noqa: E402
+    attention_problems,
+    graph_medians_us,
+    matching,
+    sdpa_cudnn,
+)
 
-TILES = {  # d -> tiles (bf16 on sm_90, Triton 3.6, TMA loads: registers, spill, shared memory)
+# d -> tiles; comments: bf16 on sm_90 with TMA loads, registers per thread, spilled bytes,
+# shared memory per program (python3 tools/compile_sm90.py; diagnostics/compile-sm90-*)
+TILES = {
     128: [dict(block_m=128, block_n=64, num_warps=4, num_stages=2),  # 255, 72 B, 96 KiB
           dict(block_m=128, block_n=64, num_warps=8, num_stages=2),  # 138, none, 96 KiB
           dict(block_m=128, block_n=64, num_warps=8, num_stages=3),  # 139, none, 129 KiB
@@ -56,22 +63,13 @@ def main() -> int:
           f"{plan.samples} samples, bf16")
     for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (64, 8192)]):
         cudnn = sdpa_cudnn(q, k, v, causal)
-        expected = cudnn().float()
-        fns, labels = [cudnn], ["sdpa-cudnn"]
-        for knobs in [{}] + [t for t in TILES[d] if not causal or t["block_n"] <= t["block_m"]]:
-            def ours(knobs=knobs, q=q, k=k, v=v, causal=causal):
-                return sa.attention_heads(q, k, v, causal=causal, **knobs)
+        tiles = [{}] + [t for t in TILES[d] if not causal or t["block_n"] <= t["block_m"]]
 
-            try:
-                err = (ours().float() - expected).abs().max().item()
-            except Exception as exc:  # noqa: BLE001 - e.g. out of shared memory: report it
-                print(f"   {_label(knobs)}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-                continue
-            if err > 0.05:
-                print(f"   {_label(knobs)}: max |diff| vs cudnn {err:.2e}: WRONG, not timed")
-                continue
-            fns.append(ours)
-            labels.append(_label(knobs))
+        def ours(knobs, q=q, k=k, v=v, causal=causal):
+            return lambda: sa.attention_heads(q, k, v, causal=causal, **knobs)
+
+        calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in tiles})
+        fns, labels = list(calls.values()), list(calls)
         times = graph_medians_us(fns, plan)
         print(f"H={heads} N={n} d={d} causal={causal} (default "
               f"{_label(sa._config({}, d, q.dtype, causal, n, heads))}):", flush=True)
