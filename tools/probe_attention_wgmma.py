@@ -1,0 +1,199 @@
+"""Attention written in Gluon with explicit asynchronous warpgroup MMAs. A diagnostic.
+
+    python3 tools/probe_attention_wgmma.py sass a b c d e f  # no GPU: compile for sm_90, read SASS
+    python3 tools/probe_attention_wgmma.py check a           # one variant's outputs, small problems
+    python3 tools/probe_attention_wgmma.py time a b c        # those variants, timed
+
+(Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
+
+The gap to SDPA-cuDNN at d = 128 (0.80x) is per-SM efficiency: cuDNN's Hopper kernels run the
+softmax of one key block while the tensor cores work on another, and Triton 3.6 waits for
+each Q K^T right after issuing it (diagnostics/compile-attention-pipelined-*). Gluon
+(`triton.experimental.gluon`) lets a kernel issue warpgroup MMAs itself and choose where to
+wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a ring of K and V
+stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
+with the waits placed in six ways; each module's docstring says how.
+
+`sass` compiles each variant for sm_90 and prints registers, spills, ptxas's own warning
+when it serializes the MMAs, and, inside the key loop, the machine code between the wait that
+releases S_j and the wait that releases P V: the softmax overlaps the tensor cores only if
+its exponentials (MUFU.EX2) sit between the two. `check` compares outputs with cuDNN's on
+small ragged problems; `time` times the variants at two tiles per head dim next to the
+reference's Triton kernel and cuDNN (bf16, graph timing).
+
+Measured on the H200 (benchmarks/results/diagnostics/probe-attention-wgmma-*): every variant
+right; none faster than the Triton kernel. In every variant ptxas places the second wait
+directly after the first, before the exponentials, so the overlap the source asks for is
+not there; variant (c) makes ptxas serialize every MMA instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools._timing import attention_problems, graph_medians_us, matching, sdpa_cudnn  # noqa: E402
+
+TILES = {128: [(128, 128, 8, 2), (128, 64, 8, 3)], 64: [(128, 128, 8, 3), (128, 64, 8, 4)]}
+
+
+def launcher(module, q, k, v, causal, block_m, block_n, num_warps, stages):
+    import torch
+    import triton
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    heads, n, d = q.shape
+    gdt = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
+
+    def desc(t, rows):
+        layout = gl.NVMMASharedLayout.get_default_for([1, rows, d], gdt)
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), [1, rows, d], layout)
+
+    scale = d ** -0.5 * 1.4426950408889634
+
+    def run():
+        out = torch.empty_like(q)
+        module.attention_wgmma_kernel[(triton.cdiv(n, block_m), heads)](
+            desc(q, block_m), desc(k, block_n), desc(v, block_n), desc(out, block_m), n, scale,
+            HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal, STAGES=stages,
+            num_warps=num_warps)
+        return out
+
+    return run
+
+
+def compile_variant(module, head_dim, block_m, block_n, num_warps, stages, causal):
+    """The variant's kernel compiled for sm_90 (bf16), as the launcher above would call it."""
+    from triton.experimental.gluon import language as gl
+
+    from tools.compile_sm90 import compile_sm90
+
+    def desc(rows):
+        layout = gl.NVMMASharedLayout.get_default_for([1, rows, head_dim], gl.bfloat16)
+        return f"tensordesc<bf16[1, {rows}, {head_dim}],{layout!r}>"
+
+    types = dict(q_desc=desc(block_m), k_desc=desc(block_n), v_desc=desc(block_n),
+                 o_desc=desc(block_m), qk_scale="fp32")
+    constants = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
+                     STAGES=stages, num_warps=num_warps)
+    return compile_sm90(module.attention_wgmma_kernel, constants, types, {"n_ctx"}, num_warps,
+                        gluon=True)
+
+
+def _ptxas_warnings(compiled) -> list[str]:
+    """ptxas's performance notes (C75xx) for the compiled kernel's PTX."""
+    import subprocess
+    import tempfile
+
+    import triton
+
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = Path(tmp) / "k.ptx"
+        ptx.write_text(compiled.asm["ptx"])
+        run = subprocess.run([str(ptxas), "-arch=sm_90a", "-v", str(ptx), "-o",
+                              str(Path(tmp) / "k.cubin")], capture_output=True, text=True)
+    return [line.split("Potential Performance Loss: ")[-1].split(" in the function")[0]
+            for line in (run.stdout + run.stderr).splitlines() if "(C75" in line]
+
+
+def _between_waits(machine_code: str) -> list[str]:
+    """For each wait that leaves one MMA group in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1): what
+    runs until the next wait, summarised (MUFU.EX2 counted, branches and barriers named)."""
+    lines = [line.split("*/", 1)[1].split(";")[0].strip()
+             for line in machine_code.splitlines() if line.strip().startswith("/*")]
+    lines = [line for line in lines if line]
+    found = []
+    for i, line in enumerate(lines):
+        if "DEPBAR.LE gsb0, 0x1" not in line:
+            continue
+        parts, exps = [], 0
+        for later in lines[i + 1:]:
+            if "MUFU.EX2" in later:
+                exps += 1
+                continue
+            if "DEPBAR" in later or "BRA" in later or "BAR.SYNC" in later:
+                if exps:
+                    parts.append(f"{exps} MUFU.EX2")
+                    exps = 0
+                if "DEPBAR" in later:
+                    parts.append(later)
+                else:
+                    parts.append("branch" if "BRA" in later else "bar.sync")
+                if "DEPBAR.LE gsb0, 0x0" in later:
+                    break
+        found.append(" -> ".join(parts))
+    return found
+
+
+def sass_report(modules) -> int:
+    import triton
+
+    from tools.compile_sm90 import resources, sass
+
+    print(f"sm_90, Triton {triton.__version__}, bf16, non-causal; per thread / per program")
+    for name, module in modules.items():
+        for head_dim, tiles in TILES.items():
+            for tile in tiles:
+                compiled = compile_variant(module, head_dim, *tile, causal=False)
+                r = resources(compiled)
+                print(f"({name}) d={head_dim} {tile[0]}x{tile[1]}/{tile[2]}w/{tile[3]}s: "
+                      f"{r['registers']} registers, {r['stack']} bytes spilled, "
+                      f"{r['shared'] // 1024} KiB shared", flush=True)
+                for note in _ptxas_warnings(compiled):
+                    print(f"      ptxas: {note}")
+                for k, text in enumerate(_between_waits(sass(compiled))):
+                    print(f"      wait #{k + 1} for S, then: {text}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import streaming_attention as sa
+
+    mode, names = argv[0], argv[1:]
+    modules = {name: importlib.import_module(f"tools._wgmma_variants.{name}") for name in names}
+    if mode == "sass":
+        return sass_report(modules)
+    if not torch.cuda.is_available():
+        print("probe_attention_wgmma times kernels on a GPU; none is visible here")
+        return 2
+    if mode == "check":  # small and ragged problems: masks and tails
+        right = total = 0
+        for heads, n, d, causal, q, k, v, _flops in attention_problems([(2, 1000), (3, 257),
+                                                                       (1, 64), (1, 17)]):
+            ref = sdpa_cudnn(q, k, v, causal)
+            calls = {f"{name} {t}": launcher(mod, q, k, v, causal, *t)
+                     for name, mod in modules.items() for t in TILES[d]}
+            kept = matching(ref, calls, tolerance=0.02)
+            right, total = right + len(kept), total + len(calls)
+            print(f"check H={heads} N={n} d={d} causal={causal}: {len(kept)}/{len(calls)} right",
+                  flush=True)
+        return 0 if right == total else 1
+    plan = harness.PLANS["sweep"]
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16")
+    for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (4, 16384)]):
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        calls = {"sdpa-cudnn": cudnn,
+                 "triton default": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(q, k, v,
+                                                                                     causal=c)}
+        calls |= matching(cudnn, {f"{name} {t[0]}x{t[1]}/{t[2]}w/{t[3]}s":
+                                  launcher(mod, q, k, v, causal, *t)
+                                  for name, mod in modules.items() for t in TILES[d]})
+        times = graph_medians_us(list(calls.values()), plan)
+        print(f"H={heads} N={n} d={d} causal={causal}:", flush=True)
+        for label, us in zip(calls, times, strict=True):
+            print(f"   {label:26s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
