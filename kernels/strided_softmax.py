@@ -476,7 +476,7 @@ def softmax_across_exchange_smem_kernel(
     # runs along I like x (stride_oi == 1). A constexpr, since Triton 3.6 does not specialize 1
     num_warps: gl.constexpr,
 ):
-    """Path B, exchange with the slice in shared memory (Gluon, a GPU only: lesson 1, section 9).
+    """Path B, exchange with the slice in shared memory (Gluon, a GPU only: lesson 1, section 5).
 
     The same tickets, statistics and wait as softmax_across_exchange_kernel, but the slice is
     copied from global memory straight into shared memory (cp.async: no registers hold it while
