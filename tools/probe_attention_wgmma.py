@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools._timing import attention_problems, graph_medians_us, matching, sdpa_cudnn  # noqa: E402
 
-TILES = {128: [(128, 128, 8, 2), (128, 64, 8, 3)], 64: [(128, 128, 8, 3), (128, 64, 8, 4)]}
+TILES = {128: [(128, 128, 8, 2), (128, 64, 8, 3), (64, 64, 4, 2), (64, 128, 4, 2)],
+         64: [(128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (64, 128, 4, 2)]}
 
 
 def launcher(module, q, k, v, causal, block_m, block_n, num_warps, stages):
