@@ -3,6 +3,7 @@
     python3 tools/probe_attention_wgmma.py sass a b c d e f  # no GPU: compile for sm_90, read SASS
     python3 tools/probe_attention_wgmma.py check a           # one variant's outputs, small problems
     python3 tools/probe_attention_wgmma.py time a b c        # those variants, timed
+    python3 tools/probe_attention_wgmma.py time h --four-warps  # at one-warpgroup tiles
 
 (Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
 
@@ -39,6 +40,9 @@ from tools._timing import attention_problems, graph_medians_us, matching, sdpa_c
 
 TILES = {128: [(128, 128, 8, 2), (128, 64, 8, 3), (64, 64, 4, 2), (64, 128, 4, 2)],
          64: [(128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (64, 128, 4, 2)]}
+# `time --four-warps`: one warpgroup per program, several programs per SM
+FOUR_WARP_TILES = {128: [(128, 32, 4, 2), (128, 32, 4, 3), (64, 32, 4, 3), (64, 64, 4, 2)],
+                   64: [(128, 64, 4, 2), (128, 32, 4, 3), (64, 128, 4, 2), (64, 64, 4, 3)]}
 
 
 def launcher(module, q, k, v, causal, block_m, block_n, num_warps, stages):
@@ -159,6 +163,8 @@ def main(argv: list[str]) -> int:
     from references import streaming_attention as sa
 
     mode, names = argv[0], argv[1:]
+    four_warps = "--four-warps" in names
+    names = [name for name in names if name != "--four-warps"]
     modules = {name: importlib.import_module(f"tools._wgmma_variants.{name}") for name in names}
     if mode == "sass":
         return sass_report(modules)
@@ -177,6 +183,7 @@ def main(argv: list[str]) -> int:
             print(f"check H={heads} N={n} d={d} causal={causal}: {len(kept)}/{len(calls)} right",
                   flush=True)
         return 0 if right == total else 1
+    tiles = FOUR_WARP_TILES if four_warps else TILES
     plan = harness.PLANS["sweep"]
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16")
@@ -187,7 +194,7 @@ def main(argv: list[str]) -> int:
                                                                                      causal=c)}
         calls |= matching(cudnn, {f"{name} {t[0]}x{t[1]}/{t[2]}w/{t[3]}s":
                                   launcher(mod, q, k, v, causal, *t)
-                                  for name, mod in modules.items() for t in TILES[d]})
+                                  for name, mod in modules.items() for t in tiles[d]})
         times = graph_medians_us(list(calls.values()), plan)
         print(f"H={heads} N={n} d={d} causal={causal}:", flush=True)
         for label, us in zip(calls, times, strict=True):
