@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def compile_sm90(fn, constants: dict, types: dict, divisible=(), num_warps: int = 4,
-                 num_stages: int | None = None, gluon: bool = False):
+                 num_stages: int | None = None, gluon: bool = False, maxnreg: int | None = None):
     """triton.compile of `fn` for sm_90. Arguments named in `types` get that type, the other
     non-constant ones int32; pointers and the arguments in `divisible` are marked as multiples
     of 16, as Triton's launcher marks 16-byte aligned pointers and integers divisible by 16
@@ -44,6 +44,8 @@ def compile_sm90(fn, constants: dict, types: dict, divisible=(), num_warps: int 
     options = dict(num_warps=num_warps)
     if num_stages is not None:
         options["num_stages"] = num_stages
+    if maxnreg is not None:  # registers per thread at launch (warp-specialized kernels)
+        options["maxnreg"] = maxnreg
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
 
 

@@ -60,12 +60,15 @@ def launcher(module, q, k, v, causal, block_m, block_n, num_warps, stages):
 
     scale = d ** -0.5 * 1.4426950408889634
 
+    q_rows = block_m // 2 if getattr(module, "SPLIT_Q", False) else block_m
+    extra = {"maxnreg": module.MAXNREG} if hasattr(module, "MAXNREG") else {}
+
     def run():
         out = torch.empty_like(q)
         module.attention_wgmma_kernel[(triton.cdiv(n, block_m), heads)](
-            desc(q, block_m), desc(k, block_n), desc(v, block_n), desc(out, block_m), n, scale,
+            desc(q, q_rows), desc(k, block_n), desc(v, block_n), desc(out, q_rows), n, scale,
             HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal, STAGES=stages,
-            num_warps=num_warps)
+            num_warps=num_warps, **extra)
         return out
 
     return run
@@ -81,12 +84,13 @@ def compile_variant(module, head_dim, block_m, block_n, num_warps, stages, causa
         layout = gl.NVMMASharedLayout.get_default_for([1, rows, head_dim], gl.bfloat16)
         return f"tensordesc<bf16[1, {rows}, {head_dim}],{layout!r}>"
 
-    types = dict(q_desc=desc(block_m), k_desc=desc(block_n), v_desc=desc(block_n),
-                 o_desc=desc(block_m), qk_scale="fp32")
+    q_rows = block_m // 2 if getattr(module, "SPLIT_Q", False) else block_m
+    types = dict(q_desc=desc(q_rows), k_desc=desc(block_n), v_desc=desc(block_n),
+                 o_desc=desc(q_rows), qk_scale="fp32")
     constants = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
                      STAGES=stages, num_warps=num_warps)
     return compile_sm90(module.attention_wgmma_kernel, constants, types, {"n_ctx"}, num_warps,
-                        gluon=True)
+                        gluon=True, maxnreg=getattr(module, "MAXNREG", None))
 
 
 def _ptxas_warnings(compiled) -> list[str]:
@@ -142,7 +146,7 @@ def sass_report(modules) -> int:
 
     print(f"sm_90, Triton {triton.__version__}, bf16, non-causal; per thread / per program")
     for name, module in modules.items():
-        for head_dim, tiles in TILES.items():
+        for head_dim, tiles in getattr(module, "TILES", TILES).items():
             for tile in tiles:
                 compiled = compile_variant(module, head_dim, *tile, causal=False)
                 r = resources(compiled)
@@ -177,7 +181,10 @@ def main(argv: list[str]) -> int:
                                                                        (1, 64), (1, 17)]):
             ref = sdpa_cudnn(q, k, v, causal)
             calls = {f"{name} {t}": launcher(mod, q, k, v, causal, *t)
-                     for name, mod in modules.items() for t in TILES[d]}
+                     for name, mod in modules.items() for t in getattr(mod, "TILES", TILES)[d]
+                     if not (causal and getattr(mod, "NON_CAUSAL_ONLY", False))}
+            if not calls:
+                continue
             kept = matching(ref, calls, tolerance=0.02)
             right, total = right + len(kept), total + len(calls)
             print(f"check H={heads} N={n} d={d} causal={causal}: {len(kept)}/{len(calls)} right",
@@ -194,7 +201,9 @@ def main(argv: list[str]) -> int:
                                                                                      causal=c)}
         calls |= matching(cudnn, {f"{name} {t[0]}x{t[1]}/{t[2]}w/{t[3]}s":
                                   launcher(mod, q, k, v, causal, *t)
-                                  for name, mod in modules.items() for t in tiles[d]})
+                                  for name, mod in modules.items()
+                                  for t in getattr(mod, "TILES", tiles)[d]
+                                  if not (causal and getattr(mod, "NON_CAUSAL_ONLY", False))})
         times = graph_medians_us(list(calls.values()), plan)
         print(f"H={heads} N={n} d={d} causal={causal}:", flush=True)
         for label, us in zip(calls, times, strict=True):
