@@ -194,7 +194,8 @@ def main(argv: list[str]) -> int:
     plan = harness.PLANS["sweep"]
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16")
-    for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (4, 16384)]):
+    for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (4, 16384),
+                                                                   (64, 8192)]):
         cudnn = sdpa_cudnn(q, k, v, causal)
         calls = {"sdpa-cudnn": cudnn,
                  "triton default": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(q, k, v,

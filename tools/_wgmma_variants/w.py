@@ -3,7 +3,8 @@ A one-warp loader partition fills a ring of K and V stages; two consumer warpgro
 with its own 64 query rows, run the loop of variant (h) on the shared stages and hand each
 stage back through an "empty" barrier that both must arrive on. No barrier across the whole
 program inside the loop, so the two warpgroups drift apart and take turns on the tensor cores.
-Non-causal only (IS_CAUSAL must be False); BLOCK_M is the rows of both warpgroups (128).
+BLOCK_M is the rows of both warpgroups (128); causal needs BLOCK_N == BLOCK_M, so that the
+diagonal is one key block, which both warpgroups mask.
 
 A diagnostic, not adopted: see the probe's docstring for what was measured.
 """
@@ -55,7 +56,8 @@ def _load_partition(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_re
 
 @_gluon_jit
 def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_bars, k_ready,
-             v_ready, k_empty, v_empty, head, row0, n_ctx, n_blocks, qk_scale):
+             v_ready, k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift,
+             qk_scale):
     """One warpgroup: its 64 rows against every key block, as in variant (h)."""
     dtype: gl.constexpr = q_desc.dtype
     ROWS: gl.constexpr = q_desc.block_type.shape[1]
@@ -73,7 +75,9 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_
     q_tile = q_smem.index(g).reshape([ROWS, HEAD_DIM])
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, S_LAYOUT))
     zero_s = gl.zeros([ROWS, BLOCK_N], gl.float32, S_LAYOUT)
-    mask_from = (n_ctx // BLOCK_N) * BLOCK_N  # only the ragged last block needs a mask
+    # Key j is kept when j < N and j <= row + diag_shift: diag_shift is 0 when causal and N
+    # otherwise (one formula, no compile-time flag to pass into the partitions).
+    rows = row0 + g * ROWS + gl.arange(0, ROWS, layout=ROW_S)
 
     mbarrier.wait(q_bars.index(g), 0)
     mbarrier.wait(k_ready.index(0), 0)
@@ -82,7 +86,8 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_
     s = warpgroup_mma_wait(0, deps=[s_tok])
     mbarrier.arrive(k_empty.index(0), count=1)
     if BLOCK_N > mask_from:
-        s = gl.where((cols < n_ctx)[None, :], s, -float("inf"))
+        keep = (cols < n_ctx)[None, :] & (cols[None, :] <= rows[:, None] + diag_shift)
+        s = gl.where(keep, s, -float("inf"))
     m_i = gl.max(s, axis=1) * qk_scale
     p = gl.exp2(s * qk_scale - m_i[:, None])
     l_i = gl.sum(p, axis=1)
@@ -102,7 +107,9 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_
         mbarrier.arrive(k_empty.index(stage), count=1)  # K_j is read
         start_n = j * BLOCK_N
         if start_n + BLOCK_N > mask_from:
-            s = gl.where(((start_n + cols) < n_ctx)[None, :], s, -float("inf"))
+            keep = (((start_n + cols) < n_ctx)[None, :]
+                    & ((start_n + cols)[None, :] <= rows[:, None] + diag_shift))
+            s = gl.where(keep, s, -float("inf"))
         m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
         alpha = gl.exp2(m_i - m_new)
         p = gl.exp2(s * qk_scale - m_new[:, None])
@@ -132,9 +139,9 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_
 
 @_gluon_jit
 def _consumer_1(q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty,
-                v_empty, head, row0, n_ctx, n_blocks, qk_scale):
+                v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale):
     _consume(1, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty,
-             v_empty, head, row0, n_ctx, n_blocks, qk_scale)
+             v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale)
 
 
 @_gluon_jit
@@ -144,13 +151,25 @@ def attention_wgmma_kernel(
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     IS_CAUSAL: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
 ):
-    gl.static_assert(not IS_CAUSAL, "variant (w) is non-causal only")
+    gl.static_assert(not IS_CAUSAL or BLOCK_N == BLOCK_M,
+                     "variant (w): causal needs BLOCK_N == BLOCK_M (one diagonal block)")
     gl.static_assert(num_warps == 4, "variant (w): the default partition is one warpgroup")
     dtype: gl.constexpr = q_desc.dtype
     ROWS: gl.constexpr = BLOCK_M // 2
     head = gl.program_id(1)
-    row0 = gl.program_id(0) * BLOCK_M
-    n_blocks = gl.cdiv(n_ctx, BLOCK_N)
+    if IS_CAUSAL:
+        # Bottom row blocks see the most keys: they start first.
+        start_m = gl.num_programs(0) - 1 - gl.program_id(0)
+        row0 = start_m * BLOCK_M
+        hi = gl.minimum(row0 + BLOCK_M, n_ctx)
+        mask_from = row0  # the diagonal block (the last) needs the causal mask
+        diag_shift = 0
+    else:
+        row0 = gl.program_id(0) * BLOCK_M
+        hi = n_ctx
+        mask_from = (n_ctx // BLOCK_N) * BLOCK_N  # only the ragged last block needs a mask
+        diag_shift = n_ctx
+    n_blocks = gl.cdiv(hi, BLOCK_N)
 
     q_smem = gl.allocate_shared_memory(dtype, [2, 1, ROWS, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -169,7 +188,8 @@ def attention_wgmma_kernel(
         mbarrier.init(v_empty.index(s), count=2)
 
     consumer_args = (q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready,
-                     k_empty, v_empty, head, row0, n_ctx, n_blocks, qk_scale)
+                     k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift,
+                     qk_scale)
     gl.warp_specialize([
         (_consume, (0,) + consumer_args),
         (_consumer_1, consumer_args),
@@ -181,6 +201,4 @@ def attention_wgmma_kernel(
 SPLIT_Q = True  # the launcher builds q and o descriptors of BLOCK_M // 2 rows
 MAXNREG = 168  # 12 warps (4 + 4 + the loader's warpgroup) x 32 x 168 fits 64K registers
 # (block_m, block_n, num_warps of the default partition, stages) the probe runs for this variant
-TILES = {128: [(128, 128, 4, 2), (128, 64, 4, 3), (128, 64, 4, 4)],
-         64: [(128, 128, 4, 3), (128, 64, 4, 4)]}
-NON_CAUSAL_ONLY = True
+TILES = {128: [(128, 128, 4, 2)], 64: [(128, 128, 4, 3), (128, 128, 4, 2)]}
