@@ -1,8 +1,8 @@
 """Attention written in Gluon with explicit asynchronous warpgroup MMAs. A diagnostic.
 
-    python3 tools/probe_attention_wgmma.py sass a b c d e f  # no GPU: compile for sm_90, read SASS
-    python3 tools/probe_attention_wgmma.py check a           # one variant's outputs, small problems
-    python3 tools/probe_attention_wgmma.py time a b c        # those variants, timed
+    python3 tools/probe_attention_wgmma.py sass a b c d e f g h w  # no GPU: compile for sm_90
+    python3 tools/probe_attention_wgmma.py check w         # one variant's outputs, small problems
+    python3 tools/probe_attention_wgmma.py time w h        # those variants, timed
     python3 tools/probe_attention_wgmma.py time h --four-warps  # at one-warpgroup tiles
 
 (Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
@@ -13,19 +13,33 @@ each Q K^T right after issuing it (diagnostics/compile-attention-pipelined-*). G
 (`triton.experimental.gluon`) lets a kernel issue warpgroup MMAs itself and choose where to
 wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a ring of K and V
 stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
-with the waits placed in six ways; each module's docstring says how.
+with the waits placed in eight ways, (a) to (h), and a warp-specialized version, (w); each
+module's docstring says how.
 
 `sass` compiles each variant for sm_90 and prints registers, spills, ptxas's own warning
 when it serializes the MMAs, and, inside the key loop, the machine code between the wait that
 releases S_j and the wait that releases P V: the softmax overlaps the tensor cores only if
 its exponentials (MUFU.EX2) sit between the two. `check` compares outputs with cuDNN's on
-small ragged problems; `time` times the variants at two tiles per head dim next to the
-reference's Triton kernel and cuDNN (bf16, graph timing).
+small ragged problems; `time` times the variants at their tiles (TILES, or the module's own)
+next to the reference's Triton kernel and cuDNN (bf16, graph timing).
 
-Measured on the H200 (benchmarks/results/diagnostics/probe-attention-wgmma-*): every variant
-right; none faster than the Triton kernel. In every variant ptxas places the second wait
-directly after the first, before the exponentials, so the overlap the source asks for is
-not there; variant (c) makes ptxas serialize every MMA instead.
+Measured on the H200 (bf16, graph timing; benchmarks/results/diagnostics/probe-attention-wgmma-*,
+compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
+- (a) to (f): every output right; none faster than the Triton kernel (16 heads of 4096,
+  d = 128: best 288 us against 257 us). In (a), (b), (d), (e), (f) ptxas places the wait for
+  P V right after the wait for S, before the exponentials; in (c) it serializes every MMA.
+- (g), (h): one side-effecting instruction (`nanosleep.u32 0`, through inline assembly that
+  also passes l_i on) just before the last wait. ptxas does not move the wait above it, so
+  the exponentials now run between the two waits, while P V is on the tensor cores. (h) at
+  64 x 128 over 4 warps: d = 64 causal 0.98x (16 x 4096) and 1.18x (4 x 16384), against the
+  Triton kernel's 0.88x and 1.00x; no better elsewhere.
+- (w): warp specialized, (h)'s loop in two consumer warpgroups, 128 x 128 tiles, 2 stages.
+  d = 128: non-causal 0.97x / 1.00x / 0.99x (16 x 4096, 4 x 16384, 64 x 8192) against
+  0.80x / 0.81x / 0.80x for the Triton kernel; causal 1.04x / 1.35x / 1.05x against 0.92x /
+  1.08x / 0.86x. d = 64: non-causal 0.91x-0.92x (Triton 0.95x-0.96x), causal 0.94x / 1.20x /
+  0.91x (Triton 0.88x / 1.00x / 0.95x).
+None of this is in the reference yet: adopting (w) for d = 128 means its checks, planted bugs
+and benchmark on the GPU (the next step; see the validation report).
 """
 
 from __future__ import annotations
