@@ -55,9 +55,9 @@ def test_persistent_gemm_default_tile_compiles_for_sm90_within_its_registers(dty
 # Attention's default tiles (bf16, TMA loads built in the kernel, and the pointer path used
 # when TMA cannot describe the inputs). Large non-causal problems at d = 128 take 128 x 64
 # tiles over 4 warps, measured faster than 64-row tiles (diagnostics/ab-attention-*) although
-# they spill a little with TMA (72 bytes); not yet measured against 8 warps, which compile
-# without spilling (diagnostics/compile-sm90-*). On the pointer path the same tile spills
-# heavily: known, strict xfail.
+# they spill a little with TMA (72 bytes), and faster than the same tiles over 8 warps, which
+# compile without spilling (259 against 409 us, diagnostics/probe-attention-tiles-*). On the
+# pointer path the same tile spills heavily: known, strict xfail.
 _ATTENTION_CASES = [
     # head_dim, causal, n_ctx, use_tma, most spilled bytes per thread
     (64, False, 16384, True, 0), (128, False, 16384, True, 96), (64, True, 4096, True, 0),
@@ -80,3 +80,27 @@ def test_attention_default_tiles_compile_for_sm90_within_their_registers(head_di
     facts = sm90.resources(compiled)
     assert facts["stack"] <= max_stack
     assert facts["shared"] <= SM90_SHARED_BYTES
+
+
+# The Gluon attention probe (tools/probe_attention_wgmma.py): the lesson and the report say
+# that ptxas moves the wait for P V above the softmax unless a side-effecting instruction
+# (nanosleep) sits just before it. The spills are pinned too: none for (e) and (h); 16 bytes
+# per thread for the warp-specialized (w) at d = 128 (diagnostics/compile-attention-wgmma-*),
+# the version that was timed. A Triton or ptxas change that alters any of it shows up here.
+@pytest.mark.skipif(ss.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("variant,overlaps,max_stack", [("e", False, 0), ("h", True, 0),
+                                                        ("w", True, 16)])
+def test_gluon_attention_softmax_sits_between_the_waits_only_with_the_nanosleep(variant,
+                                                                               overlaps,
+                                                                               max_stack):
+    import importlib
+
+    from tools.probe_attention_wgmma import _between_waits, compile_variant
+
+    module = importlib.import_module(f"tools._wgmma_variants.{variant}")
+    tile = (128, 128, 4, 2) if variant == "w" else (128, 64, 8, 3)
+    compiled = compile_variant(module, 128, *tile, causal=False)
+    assert sm90.resources(compiled)["stack"] <= max_stack
+    loops = _between_waits(sm90.sass(compiled))
+    assert loops
+    assert all(("MUFU.EX2" in text) == overlaps for text in loops), loops
