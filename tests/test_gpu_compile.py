@@ -104,3 +104,18 @@ def test_gluon_attention_softmax_sits_between_the_waits_only_with_the_nanosleep(
     loops = _between_waits(sm90.sass(compiled))
     assert loops
     assert all(("MUFU.EX2" in text) == overlaps for text in loops), loops
+
+
+# The ping-pong GEMM probe (tools/probe_gemm_pingpong.py), not yet run on a GPU: it must keep
+# compiling for sm_90, with its two consumer warpgroups' products pipelined and no spills.
+@pytest.mark.skipif(ss.gluon is None, reason="this Triton has no Gluon")
+def test_gluon_pingpong_gemm_compiles_for_sm90_without_spills():
+    from tools.probe_attention_wgmma import _ptxas_warnings
+    from tools.probe_gemm_pingpong import compile_for_sm90
+
+    compiled = compile_for_sm90("bf16")
+    facts = sm90.resources(compiled)
+    assert facts["stack"] == 0
+    assert facts["shared"] <= SM90_SHARED_BYTES
+    assert not _ptxas_warnings(compiled)
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sm90.sass(compiled)  # one product left in flight
