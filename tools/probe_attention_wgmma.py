@@ -1,6 +1,6 @@
 """Attention written in Gluon with explicit asynchronous warpgroup MMAs. A diagnostic.
 
-    python3 tools/probe_attention_wgmma.py sass a b c d e f g h w  # no GPU: compile for sm_90
+    python3 tools/probe_attention_wgmma.py sass a c e h w  # no GPU: compile for sm_90
     python3 tools/probe_attention_wgmma.py check w         # one variant's outputs, small problems
     python3 tools/probe_attention_wgmma.py time w h        # those variants, timed
     python3 tools/probe_attention_wgmma.py time h --four-warps  # at one-warpgroup tiles
@@ -14,7 +14,9 @@ each Q K^T right after issuing it (diagnostics/compile-attention-pipelined-*). G
 wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a ring of K and V
 stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
 with the waits placed in eight ways, (a) to (h), and a warp-specialized version, (w); each
-module's docstring says how.
+module's docstring says how. Kept in the tree: (a), (c), (e), (h) and (w), the ones the
+findings below rest on; (b), (d), (f) and (g) are in git history (`git show
+4e44817:tools/_wgmma_variants/b.py`, and so on), as is their output.
 
 `sass` compiles each variant for sm_90 and prints registers, spills, ptxas's own warning
 when it serializes the MMAs, and, inside the key loop, the machine code between the wait that

@@ -1,5 +1,7 @@
-"""Variant (e) of Hopper attention in Gluon (tools/probe_attention_wgmma.py): (d) with the mask
-applied without a branch (one basic block from the issue to the last wait).
+"""Variant (e) of Hopper attention in Gluon (tools/probe_attention_wgmma.py): as (a), but O
+is rescaled before each P V, the stages are refilled at the top of the step (so the loop body
+ends at the last wait), and the mask is applied without a branch (one basic block from the
+issue to the last wait). ptxas still places the last wait right after the first.
 
 A diagnostic, not adopted: see the probe's docstring for what was measured.
 """

@@ -1,6 +1,7 @@
-"""Variant (h) of Hopper attention in Gluon (tools/probe_attention_wgmma.py): S_j = Q K_j^T and O
-+= P_{j-1} V_{j-1} issued together, then wait for S_j (one group left), the softmax of S_j, wait
-for P V, rescale O.
+"""Variant (h) of Hopper attention in Gluon (tools/probe_attention_wgmma.py): (a) with one
+side-effecting instruction (`nanosleep.u32 0`, inline assembly) just before the wait for P V.
+ptxas does not move that wait above it, so the softmax's exponentials run while P V is on the
+tensor cores.
 
 A diagnostic, not adopted: see the probe's docstring for what was measured.
 """
