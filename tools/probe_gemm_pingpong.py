@@ -28,31 +28,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (
-        fence_async_shared,
-        mbarrier,
-        tma,
-        warpgroup_mma,
-        warpgroup_mma_wait,
-    )
-except ImportError:
-    gluon = gl = None
+from tools._gluon_hopper import (  # noqa: E402
+    fence_async_shared,
+    gl,
+    gluon_jit,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
-BLOCK_M, BLOCK_N, BLOCK_K, STAGES, GROUP_M = 128, 128, 64, 4, 8
+BLOCK_M, BLOCK_N, BLOCK_K, STAGES = 128, 128, 64, 4
 MAXNREG = 168  # 12 warps (two consumer warpgroups and the loader's) x 32 x 168 fit 64K
 
 
-def _gluon_jit(fn):
-    return gluon.jit(fn) if gluon is not None else None
-
-
-@_gluon_jit
+@gluon_jit
 def _tile_coords(tile, tiles_m, tiles_n, GROUP: gl.constexpr):
-    """Output tile `tile` in grouped order: GROUP row blocks share each column sweep (L2 reuse,
-    lesson 3)."""
+    """Output tile `tile` in grouped order: GROUP row blocks (8 here) share each column sweep
+    (L2 reuse, lesson 3)."""
     per_group = GROUP * tiles_n
     first_m = (tile // per_group) * GROUP
     rows = gl.minimum(tiles_m - first_m, GROUP)
@@ -61,7 +54,7 @@ def _tile_coords(tile, tiles_m, tiles_n, GROUP: gl.constexpr):
     return pid_m, pid_n
 
 
-@_gluon_jit
+@gluon_jit
 def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, tiles_m, tiles_n, k_steps):
     """One warp: every k-step of every output tile of this program, in order, into the ring."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
@@ -84,7 +77,7 @@ def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, tiles_m, tiles_n, k_st
             i += 1
 
 
-@_gluon_jit
+@gluon_jit
 def _consume(c: gl.constexpr, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready,
              empty, tiles_m, tiles_n, k_steps, n_cols, HAS_BIAS: gl.constexpr,
              APPLY_RELU: gl.constexpr):
@@ -125,14 +118,14 @@ def _consume(c: gl.constexpr, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, 
     tma.store_wait(0)
 
 
-@_gluon_jit
+@gluon_jit
 def _consumer_1(a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, tiles_m,
                 tiles_n, k_steps, n_cols, HAS_BIAS: gl.constexpr, APPLY_RELU: gl.constexpr):
     _consume(1, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, tiles_m,
              tiles_n, k_steps, n_cols, HAS_BIAS, APPLY_RELU)
 
 
-@_gluon_jit
+@gluon_jit
 def gemm_pingpong_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K,
                          HAS_BIAS: gl.constexpr, APPLY_RELU: gl.constexpr,
                          NUM_STAGES: gl.constexpr, num_warps: gl.constexpr):

@@ -8,25 +8,18 @@ A diagnostic, not adopted: see the probe's docstring for what was measured.
 
 from __future__ import annotations
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (
-        fence_async_shared,
-        mbarrier,
-        tma,
-        warpgroup_mma,
-        warpgroup_mma_wait,
-    )
-except ImportError:
-    gluon = gl = None
+from tools._gluon_hopper import (
+    fence_async_shared,
+    gl,
+    gluon_jit,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 
-def _gluon_jit(fn):
-    return gluon.jit(fn) if gluon is not None else None
-
-
-@_gluon_jit
+@gluon_jit
 def attention_wgmma_kernel(
     q_desc, k_desc, v_desc, o_desc,  # TMA descriptors over (H, N, d): blocks (1, BLOCK_M | BLOCK_N, d)
     n_ctx, qk_scale,

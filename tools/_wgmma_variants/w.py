@@ -11,25 +11,18 @@ A diagnostic, not adopted: see the probe's docstring for what was measured.
 
 from __future__ import annotations
 
-try:
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (
-        fence_async_shared,
-        mbarrier,
-        tma,
-        warpgroup_mma,
-        warpgroup_mma_wait,
-    )
-except ImportError:
-    gluon = gl = None
+from tools._gluon_hopper import (
+    fence_async_shared,
+    gl,
+    gluon_jit,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
 
 
-def _gluon_jit(fn):
-    return gluon.jit(fn) if gluon is not None else None
-
-
-@_gluon_jit
+@gluon_jit
 def _load_partition(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready,
                     k_empty, v_empty, head, row0, n_blocks):
     """One warp: Q for both warpgroups, then K_j and V_j into the ring as stages come free."""
@@ -54,7 +47,7 @@ def _load_partition(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_re
                                         v_smem.index(stage))
 
 
-@_gluon_jit
+@gluon_jit
 def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_bars, k_ready,
              v_ready, k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift,
              qk_scale):
@@ -137,14 +130,14 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_
     tma.store_wait(0)
 
 
-@_gluon_jit
+@gluon_jit
 def _consumer_1(q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty,
                 v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale):
     _consume(1, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty,
              v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale)
 
 
-@_gluon_jit
+@gluon_jit
 def attention_wgmma_kernel(
     q_desc, k_desc, v_desc, o_desc,  # TMA descriptors over (H, N, d): q and o blocks of 64 rows
     n_ctx, qk_scale,
