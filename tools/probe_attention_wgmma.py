@@ -85,7 +85,7 @@ def launcher(module, q, k, v, causal, block_m, block_n, num_warps, stages):
         module.attention_wgmma_kernel[(triton.cdiv(n, block_m), heads)](
             desc(q, q_rows), desc(k, block_n), desc(v, block_n), desc(out, q_rows), n, scale,
             HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal, STAGES=stages,
-            num_warps=num_warps, **extra)
+            num_warps=num_warps, **extra, **getattr(module, "CONSTEXPRS", {}))
         return out
 
     return run
@@ -105,7 +105,7 @@ def compile_variant(module, head_dim, block_m, block_n, num_warps, stages, causa
     types = dict(q_desc=desc(q_rows), k_desc=desc(block_n), v_desc=desc(block_n),
                  o_desc=desc(q_rows), qk_scale="fp32")
     constants = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
-                     STAGES=stages, num_warps=num_warps)
+                     STAGES=stages, num_warps=num_warps, **getattr(module, "CONSTEXPRS", {}))
     return compile_sm90(module.attention_wgmma_kernel, constants, types, {"n_ctx"}, num_warps,
                         gluon=True, maxnreg=getattr(module, "MAXNREG", None))
 

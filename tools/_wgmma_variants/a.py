@@ -1,6 +1,6 @@
 """Variant (a) of Hopper attention in Gluon (tools/probe_attention_wgmma.py): S_j = Q K_j^T and O
 += P_{j-1} V_{j-1} issued together, then wait for S_j (one group left), the softmax of S_j, wait
-for P V, rescale O.
+for P V, rescale O. With NANOSLEEP_BEFORE_WAIT it is variant (h) (tools/_wgmma_variants/h.py).
 
 A diagnostic, not adopted: see the probe's docstring for what was measured.
 """
@@ -24,6 +24,7 @@ def attention_wgmma_kernel(
     n_ctx, qk_scale,
     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
     IS_CAUSAL: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+    NANOSLEEP_BEFORE_WAIT: gl.constexpr,  # variant (h): see below
 ):
     dtype: gl.constexpr = q_desc.dtype
     # Accumulator layouts of the two products: warps stacked along the rows (16 rows per warp,
@@ -124,6 +125,12 @@ def attention_wgmma_kernel(
         p = gl.exp2(s * qk_scale - m_new[:, None])
         l_i = l_i * alpha + gl.sum(p, axis=1)
         m_i = m_new
+        if NANOSLEEP_BEFORE_WAIT:
+            # A side-effecting instruction between the softmax and the wait: ptxas does not
+            # move the wait above it, so the exponentials stay ahead of the wait (without it,
+            # ptxas places the wait right after the previous one and the overlap is lost).
+            l_i = gl.inline_asm_elementwise("nanosleep.u32 0;\n mov.f32 $0, $1;", "=f,f",
+                                            [l_i], dtype=gl.float32, is_pure=False, pack=1)
         acc, p_op = warpgroup_mma_wait(0, deps=[o_tok, p_op])
         acc = acc * gl.convert_layout(alpha, ROW_O)[:, None]
         # K_j and V_{j-1} are read: every warp is past them before their stages are refilled.
@@ -157,3 +164,6 @@ def attention_wgmma_kernel(
     fence_async_shared()
     tma.async_copy_shared_to_global(o_desc, [head, row0, 0], q_smem)
     tma.store_wait(0)
+
+
+CONSTEXPRS = {"NANOSLEEP_BEFORE_WAIT": False}  # what the probe passes for this variant
