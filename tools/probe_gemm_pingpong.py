@@ -79,9 +79,15 @@ def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, tiles_m, tiles_n, k_st
 
 @gluon_jit
 def _consume(c: gl.constexpr, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready,
-             empty, tiles_m, tiles_n, k_steps, n_cols, HAS_BIAS: gl.constexpr,
+             empty, turn, tiles_m, tiles_n, k_steps, n_cols, HAS_BIAS: gl.constexpr,
              APPLY_RELU: gl.constexpr):
-    """One warpgroup: the program's output tiles number c, c + 2, c + 4, ... (in its order)."""
+    """One warpgroup: the program's output tiles number c, c + 2, c + 4, ... (in its order).
+
+    The two warpgroups take the ring's stages in turns, a whole tile each: a warpgroup starts
+    a tile's k-steps only once the other has taken every stage of the tile before (`turn`).
+    Without that order the warpgroup that waits for a later tile could be many phases ahead
+    of a stage's "ready" barrier, and a barrier only tells phases apart by parity: it would
+    take an earlier tile's data (the first draft had that race; found in review, before any run)."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BN: gl.constexpr = b_desc.block_type.shape[1]
     NSTAGES: gl.constexpr = a_smem.type.shape[0]
@@ -89,10 +95,13 @@ def _consume(c: gl.constexpr, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, 
                                                   instr_shape=[16, BN, 16])
     cols0 = gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
     local = 0  # this program's tile count so far: tile `local` is this consumer's if local % 2 == c
+    mine = 0  # this consumer's tiles so far
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
         if local % 2 == c:
             pid_m, pid_n = _tile_coords(tile, tiles_m, tiles_n, 8)
             first = local * k_steps  # ring position of this tile's first k-step
+            if local > 0:  # the other warpgroup has taken the previous tile's stages
+                mbarrier.wait(turn.index(c), (mine - 1 + c) & 1)
             acc = gl.zeros([BM, BN], gl.float32, ACC)
             for k in range(k_steps):
                 i = first + k
@@ -102,6 +111,7 @@ def _consume(c: gl.constexpr, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, 
                 # One product left in flight: the one before it is done with its stage.
                 acc = warpgroup_mma_wait(1, deps=[acc])
                 mbarrier.arrive(empty.index((i - 1 + NSTAGES) % NSTAGES), count=1, pred=k > 0)
+            mbarrier.arrive(turn.index(1 - c), count=1)  # the other's turn: its next tile
             acc = warpgroup_mma_wait(0, deps=[acc])
             mbarrier.arrive(empty.index((first + k_steps - 1) % NSTAGES), count=1)
             # Epilogue in fp32: bias, ReLU, then one rounding at the store.
@@ -114,15 +124,17 @@ def _consume(c: gl.constexpr, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, 
             c_smem.index(c).store(acc.to(c_desc.dtype))
             fence_async_shared()
             tma.async_copy_shared_to_global(c_desc, [pid_m * BM, pid_n * BN], c_smem.index(c))
+            mine += 1
         local += 1
     tma.store_wait(0)
 
 
 @gluon_jit
-def _consumer_1(a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, tiles_m,
-                tiles_n, k_steps, n_cols, HAS_BIAS: gl.constexpr, APPLY_RELU: gl.constexpr):
-    _consume(1, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, tiles_m,
-             tiles_n, k_steps, n_cols, HAS_BIAS, APPLY_RELU)
+def _consumer_1(a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, turn,
+                tiles_m, tiles_n, k_steps, n_cols, HAS_BIAS: gl.constexpr,
+                APPLY_RELU: gl.constexpr):
+    _consume(1, a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, turn,
+             tiles_m, tiles_n, k_steps, n_cols, HAS_BIAS, APPLY_RELU)
 
 
 @gluon_jit
@@ -139,14 +151,17 @@ def gemm_pingpong_kernel(a_desc, b_desc, c_desc, bias_ptr, M, N, K,
     c_smem = gl.allocate_shared_memory(dtype, [2, BM, BN], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(NUM_STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)  # each stage serves one consumer
+    for c in gl.static_range(2):
+        mbarrier.init(turn.index(c), count=1)
     tiles_m = gl.cdiv(M, BM)
     tiles_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
-    args = (a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, tiles_m,
-            tiles_n, k_steps, N, HAS_BIAS, APPLY_RELU)
+    args = (a_desc, b_desc, c_desc, bias_ptr, a_smem, b_smem, c_smem, ready, empty, turn,
+            tiles_m, tiles_n, k_steps, N, HAS_BIAS, APPLY_RELU)
     gl.warp_specialize([
         (_consume, (0,) + args),
         (_consumer_1, args),
