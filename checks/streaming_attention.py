@@ -382,10 +382,10 @@ def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale
         m_max = torch.stack(m_s).max(dim=0).values
         num = torch.zeros_like(acc_s[0])
         den = torch.zeros_like(l_s[0])
-        for m, l, acc in zip(m_s, l_s, acc_s):
+        for m, l_part, acc in zip(m_s, l_s, acc_s, strict=True):
             w = torch.exp(m - m_max) if rescale else torch.where(m.isfinite(), 1.0, 0.0)
             num += w[:, None] * acc
-            den += w * l
+            den += w * l_part
         out[rows] = num / den[:, None]
     return out
 
@@ -737,6 +737,16 @@ def bad_calls(ctx, impl, case):
                      what="attention: kv_splits = 0")
     ctx.expect_error(att, q, k, v, kv_splits=2.0, mentions=["kv_splits"],
                      what="attention: kv_splits not an int")
+    ctx.expect_error(att, q, k, v, warp_specialize="yes", mentions=["warp_specialize"],
+                     what="attention: warp_specialize not a bool")
+    ctx.expect_error(att, q, k, v, warp_specialize=True, block_m=64,
+                     mentions=["warp_specialize", "block_m"],
+                     what="attention: warp_specialize=True with a Triton tile knob")
+    # Where the Hopper path cannot run: under the interpreter, off Hopper, or (here on an
+    # H100/H200) d = 32, which it does not support.
+    ctx.expect_error(att, q, k, v, warp_specialize=True, mentions=["warp_specialize"],
+                     what="attention: warp_specialize=True where it cannot run (d = 32, or no "
+                          "Hopper GPU)")
     if ctx.device == "cuda":
         ctx.expect_error(att, q.t().contiguous().t(), k, v, tma=True, mentions=["tma"],
                          what="attention: tma=True with a column-major q (no unit stride)")
@@ -752,6 +762,55 @@ def bad_calls(ctx, impl, case):
     if ctx.device == "cuda":
         ctx.expect_error(att, q.cpu(), k.cpu(), v.cpu(), mentions=["cuda"],
                          what="attention: CPU tensors on a GPU run")
+
+
+# ---------------------------------------------------------------------------------------------
+# cuda.warp_specialized: the Hopper path (a Gluon kernel, outside the exercises)
+# ---------------------------------------------------------------------------------------------
+def _warp_specialized_cases(device: str) -> list[Case]:
+    # Ragged N (1 and 17: one partial row block; 257 and 1000: several key blocks, so the ring
+    # of K and V stages wraps), both masks and 16-bit dtypes, d = 64 and 128; the views on
+    # the longer N only; 4096 contiguous for many trips around the ring.
+    return [Case(layout=lay, n=n, d=d, dtype=dt, causal=c)
+            for lay in ("contiguous", "packed_qkv", "heads_view")
+            for n in (1, 17, 257, 1000, 4096) for d in (64, 128)
+            for dt in ("float16", "bfloat16") for c in (False, True)
+            if lay == "contiguous" or n in (257, 1000)]
+
+
+@register(W, "cuda.warp_specialized", tier="cuda", uses=("attention", "attention_heads"),
+          cases=_warp_specialized_cases,
+          doc="warp_specialize=True (the Hopper path): ragged N, causal or not, fp16/bf16, "
+              "packed-qkv and per-head views, against float64")
+def cuda_warp_specialized(ctx, impl, case):
+    import importlib.util
+
+    ctx.require_cuda()
+    torch = ctx.torch
+    if torch.cuda.get_device_capability() != (9, 0):
+        raise Unavailable(f"the warp-specialized path runs Hopper's warpgroup MMAs (compute "
+                          f"capability 9.0); this GPU is {torch.cuda.get_device_name()}")
+    if importlib.util.find_spec("triton.experimental.gluon") is None:
+        raise Unavailable("the warp-specialized path is written in Gluon, which this Triton "
+                          "lacks (Triton 3.5 or newer has it)")
+    blocks = Case(case, blocks=(128, 128))  # its tiles, for the mistake replays
+    if case.layout == "heads_view":
+        # (N, H, d) storage seen as (H, N, d): strides (d, H * d, 1), per-head TMA boxes.
+        q, k, v = (ctx.randn((case.n, 3, case.d), case.dtype).transpose(0, 1) for _ in range(3))
+        out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, warp_specialize=True,
+                       expect_shape=tuple(q.shape), expect_dtype=case.dtype)
+        for h in range(q.shape[0]):
+            _compare_head(ctx, impl, blocks, out[h], q[h], k[h], v[h], causal=case.causal,
+                          scale_given=None, name=f"attention_heads(..., warp_specialize=True)[{h}]")
+        return
+    if case.layout == "packed_qkv":
+        q, k, v = _strided_inputs(ctx, "packed_qkv", case.n, case.d, case.dtype)
+    else:
+        q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
+    out = ctx.call(impl.attention, q, k, v, causal=case.causal, warp_specialize=True,
+                   expect_shape=(case.n, case.d), expect_dtype=case.dtype)
+    _compare_head(ctx, impl, blocks, out, q, k, v, causal=case.causal, scale_given=None,
+                  name=f"attention(..., warp_specialize=True) on {case.layout} q, k, v")
 
 
 # ---------------------------------------------------------------------------------------------

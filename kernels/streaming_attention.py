@@ -16,6 +16,12 @@ What you will practise
   or a few), `kv_splits` programs share each row block's keys and write their unnormalised
   (acc, l, m); `combine_splits_kernel` merges them with the same rescaling as the online
   update (the states of two key ranges combine like two steps of the loop).
+- The Hopper path, outside the exercises: on an H100/H200, large 16-bit problems at d = 128
+  run a warp-specialized version of the same loop written in Gluon (`_attention_hopper.py`):
+  a loader warp streams K and V into shared memory while two warpgroups each run the online
+  softmax of their 64 rows, and each warpgroup's softmax of block j overlaps its own
+  P_{j-1} V_{j-1} on the tensor cores. `warp_specialize` picks or refuses it
+  (`_warp_specialize_pays` says when it is picked on its own).
 - Ragged N: the program of the last row block owns the tail rows (masked on load and store;
   it is the last program, or the first when causal, which runs row blocks bottom first), and
   keys past N are masked to -inf in the last key block, so they get weight exp(-inf) = 0.
@@ -34,7 +40,8 @@ Limitations: a bounded teaching implementation
   q, k and v have one length N (no cross attention with a different key length).
 - Head dims 16, 32, 64, 128; float16, bfloat16, float32 (fp32 runs IEEE fp32 dot products,
   not TF32: correct to fp32 tolerances, but far from tensor-core speed).
-- Speed knobs (block sizes, warps, stages, TMA, kv_splits) are validated keyword arguments.
+- Speed knobs (block sizes, warps, stages, TMA, kv_splits, warp_specialize) are validated
+  keyword arguments.
   `CONFIGS` holds the candidates that compile for sm_90 without spills; the defaults come from
   the H200 measurements quoted beside `default_config` and `kv_splits_for` (the validation
   report has every number).
@@ -49,6 +56,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from . import _attention_hopper as _hopper
 from ._gpu import capability, cdiv, descriptor_scratch, device_index, sm_count
 from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
 
@@ -389,7 +397,9 @@ def _sweep_configs() -> list[dict]:
 CONFIGS: list[dict] = _sweep_configs()
 
 
-_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "kv_splits")
+_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "kv_splits",
+          "warp_specialize")
+_TILE_KNOBS = _KNOBS[:-1]  # the Triton kernel's; the warp-specialized path has its own tiles
 
 
 def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int,
@@ -422,6 +432,17 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
         raise ValueError(f"causal attention needs block_n <= block_m (the diagonal stage steps "
                          f"through one row block), got block_m={config['block_m']}, "
                          f"block_n={config['block_n']}")
+    ws = config.get("warp_specialize")
+    if ws is not None and not isinstance(ws, bool):
+        raise TypeError(f"warp_specialize must be a bool or None (auto), got "
+                        f"{type(ws).__name__}")
+    tile_knobs = sorted(set(explicit) & set(_TILE_KNOBS))
+    if ws and tile_knobs:
+        raise ValueError(f"warp_specialize=True runs the Hopper kernel's own tiles "
+                         f"({_hopper.BLOCK_M} x {_hopper.BLOCK_N}, TMA, no key splits); drop "
+                         f"{', '.join(tile_knobs)} or pass warp_specialize=False")
+    # Auto (None) picks the warp-specialized path only for a call that chose no Triton tiles.
+    config["auto_path"] = not tile_knobs
     return config
 
 
@@ -475,9 +496,50 @@ def _tma_problem(t: torch.Tensor) -> str | None:
     return None
 
 
+# The warp-specialized Hopper path (_attention_hopper.py), where it can run (d = 128 here: at
+# d = 64 it was slower than the Triton kernel without a causal mask, 0.91-0.93x cuDNN against
+# 0.95-0.96x) and the grid has enough 128-row programs: at least 0.9 per SM without a causal
+# mask, 3.6 with one. Measured on the H200 (bf16, graph timing, ratios to SDPA-cuDNN;
+# benchmarks/results/diagnostics/probe-attention-wgmma-w*): non-causal 0.97x / 1.00x / 0.99x
+# on 16 x 4096, 4 x 16384 and 64 x 8192 heads against 0.80x / 0.81x / 0.80x for the Triton
+# kernel, and 1.01x on one head of 16384 (128 programs; the Triton kernel with key splits
+# 0.84x); causal 1.04x / 1.33x / 1.05x against 0.92x / 1.08x / 0.86x, but on one head of 16384
+# 1.03x against 1.47x: a causal grid's programs differ in length, and this path has no key
+# splits to even them out.
+_WARP_SPECIALIZED_HEAD_DIMS = (128,)
+_WARP_SPECIALIZED_PROGRAMS_PER_SM = {False: 1, True: 4}
+
+
+def _warp_specialize_problem(q, k, v) -> str | None:
+    """Why the warp-specialized path cannot run on (H, N, d) q, k, v, or None."""
+    if interpreting():
+        return "its Gluon kernel does not run under Triton's interpreter"
+    return _hopper.problem(q, k, v)
+
+
+def _warp_specialize_pays(heads: int, n_ctx: int, head_dim: int, causal: bool,
+                          q: torch.Tensor) -> bool:
+    """Whether auto picks the warp-specialized path (where it can run): see above."""
+    target = 0.9 * _WARP_SPECIALIZED_PROGRAMS_PER_SM[causal] * sm_count(device_index(q))
+    return head_dim in _WARP_SPECIALIZED_HEAD_DIMS and _hopper.programs(heads, n_ctx) >= target
+
+
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     """Run the kernel on (H, N, d) q, k, v (any strides); return a new contiguous (H, N, d)."""
     heads, n_ctx, head_dim = q.shape
+    qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
+    ws = config.get("warp_specialize")  # True, False or None (auto)
+    if ws is not False:
+        problem = _warp_specialize_problem(q, k, v)
+        if ws and problem:
+            raise ValueError(f"warp_specialize=True: {problem}")
+        ws = problem is None and (ws or (config["auto_path"] and _warp_specialize_pays(
+            heads, n_ctx, head_dim, causal, q)))
+    if ws:
+        out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)
+        if out.numel():
+            _hopper.launch(q, k, v, out, causal, qk_scale)
+        return out
     use_tma = config["tma"]  # True, False or None (auto)
     if use_tma is not False:
         problem = next(filter(None, map(_tma_problem, (q, k, v))), None)
@@ -487,7 +549,6 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)
     if out.numel() == 0:
         return out
-    qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     block_m, block_n = config["block_m"], config["block_n"]
     operands = (q, k, v, out)
     host_descriptors = use_tma and (
@@ -538,7 +599,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     causal: row i attends to keys 0..i (its own key included).
     scale: a finite float > 0; default d ** -0.5.
     knobs: block_m, block_n, num_warps, num_stages, tma (see CONFIGS and default_config),
-    kv_splits (programs per row block, each on a share of the keys; see kv_splits_for).
+    kv_splits (programs per row block, each on a share of the keys; see kv_splits_for),
+    warp_specialize (True: the Hopper path, or a ValueError saying why it cannot run; False:
+    never; None, the default: where `_warp_specialize_pays` and no tile knob is given).
     Returns a new contiguous (N, d) tensor of q's dtype.
     """
     _check_inputs(q, k, v, 2, causal)

@@ -92,6 +92,26 @@ def attention(head_dim: int, block_m: int, block_n: int, num_warps: int, num_sta
                         num_stages)
 
 
+def attention_warp_specialized(head_dim: int, causal: bool, dtype: str = "bf16"):
+    """The Hopper path's Gluon kernel (references/_attention_hopper.py), as launch() calls it."""
+    from triton.experimental.gluon import language as gl
+
+    from references import _attention_hopper as hopper
+
+    def descriptor(rows):
+        block = [1, rows, head_dim]
+        layout = gl.NVMMASharedLayout.get_default_for(block, getattr(gl, dict(
+            bf16="bfloat16", fp16="float16")[dtype]))
+        return f"tensordesc<{dtype}[1, {rows}, {head_dim}],{layout!r}>"
+
+    types = dict(q_desc=descriptor(hopper.ROWS), k_desc=descriptor(hopper.BLOCK_N),
+                 v_desc=descriptor(hopper.BLOCK_N), o_desc=descriptor(hopper.ROWS),
+                 qk_scale="fp32")
+    constants = dict(IS_CAUSAL=causal, STAGES=hopper.STAGES, num_warps=4)
+    return compile_sm90(hopper.attention_ws_kernel, constants, types, {"n_ctx"}, 4, gluon=True,
+                        maxnreg=hopper.MAXNREG)
+
+
 def persistent_gemm(config: dict, stream_k: bool, fixup_rows: int, dtype: str = "bf16"):
     from references import fused_gemm as fg
 

@@ -1,8 +1,8 @@
 """Attention written in Gluon with explicit asynchronous warpgroup MMAs. A diagnostic.
 
-    python3 tools/probe_attention_wgmma.py sass a c e h w  # no GPU: compile for sm_90
-    python3 tools/probe_attention_wgmma.py check w         # one variant's outputs, small problems
-    python3 tools/probe_attention_wgmma.py time w h        # those variants, timed
+    python3 tools/probe_attention_wgmma.py sass a c e h    # no GPU: compile for sm_90
+    python3 tools/probe_attention_wgmma.py check h         # one variant's outputs, small problems
+    python3 tools/probe_attention_wgmma.py time h          # those variants and the reference
     python3 tools/probe_attention_wgmma.py time h --four-warps  # at one-warpgroup tiles
 
 (Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
@@ -13,17 +13,19 @@ each Q K^T right after issuing it (diagnostics/compile-attention-pipelined-*). G
 (`triton.experimental.gluon`) lets a kernel issue warpgroup MMAs itself and choose where to
 wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a ring of K and V
 stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
-with the waits placed in eight ways, (a) to (h), and a warp-specialized version, (w); each
-module's docstring says how. Kept in the tree: (a), (c), (e), (h) and (w), the ones the
-findings below rest on; (b), (d), (f) and (g) are in git history (`git show
-4e44817:tools/_wgmma_variants/b.py`, and so on), as is their output.
+with the waits placed in eight ways, (a) to (h), and warp-specialized versions, (w) and (w3);
+each module's docstring says how. Kept in the tree: (a), (c), (e) and (h), the ones the
+findings below rest on. (w) was adopted: it is the reference's Hopper path,
+references/_attention_hopper.py. (b), (d), (f) and (g) are in git history (`git show
+4e44817:tools/_wgmma_variants/b.py`, and so on), as is their output; (w) and (w3) at 9c0a88e.
 
 `sass` compiles each variant for sm_90 and prints registers, spills, ptxas's own warning
 when it serializes the MMAs, and, inside the key loop, the machine code between the wait that
 releases S_j and the wait that releases P V: the softmax overlaps the tensor cores only if
 its exponentials (MUFU.EX2) sit between the two. `check` compares outputs with cuDNN's on
 small ragged problems; `time` times the variants at their tiles (TILES, or the module's own)
-next to the reference's Triton kernel and cuDNN (bf16, graph timing).
+next to the reference's two paths, its Triton kernel (`warp_specialize=False`) and its Hopper
+kernel (`warp_specialize=True`), and cuDNN (bf16, graph timing).
 
 Measured on the H200 (bf16, graph timing; benchmarks/results/diagnostics/probe-attention-wgmma-*,
 compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
@@ -40,9 +42,13 @@ compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
   64 x 8192) against 0.80x / 0.81x / 0.80x-0.81x for the Triton kernel; causal 1.04x-1.05x /
   1.35x-1.37x / 1.05x against 0.92x / 1.08x-1.10x / 0.86x-0.87x. d = 64: non-causal
   0.91x-0.92x (Triton kernel 0.95x-0.96x), causal 0.94x / 1.20x / 0.91x (Triton kernel 0.88x /
-  1.00x / 0.95x). 3 stages at d = 128 (224 KiB of shared memory) changed nothing.
-None of this is in the reference yet: adopting (w) for d = 128 means its checks, planted bugs
-and benchmark on the GPU (the next step; see the validation report).
+  1.00x / 0.95x). 3 stages at d = 128 (224 KiB of shared memory) changed nothing. On one
+  head of 16384 (128 programs): 1.01x without a mask (Triton kernel with key splits 0.84x),
+  1.03x with one (1.47x).
+- (w3): (w) with three consumer warpgroups (192-row programs), for d = 64: slower everywhere
+  (192 x 128 spills at 128 registers per thread: 0.24x-0.36x; 192 x 64: 0.64x-0.94x).
+(w) became the reference's Hopper path for d = 128 (streaming_attention's
+`_warp_specialize_pays` says where it is picked); d = 64 stays on the Triton kernel.
 """
 
 from __future__ import annotations
@@ -213,8 +219,10 @@ def main(argv: list[str]) -> int:
                                                                    (64, 8192), (1, 16384)]):
         cudnn = sdpa_cudnn(q, k, v, causal)
         calls = {"sdpa-cudnn": cudnn,
-                 "triton default": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(q, k, v,
-                                                                                     causal=c)}
+                 "reference, Triton": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
+                     q, k, v, causal=c, warp_specialize=False),
+                 "reference, Hopper": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
+                     q, k, v, causal=c, warp_specialize=True)}
         calls |= matching(cudnn, {f"{name} {t[0]}x{t[1]}/{t[2]}w/{t[3]}s":
                                   launcher(mod, q, k, v, causal, *t)
                                   for name, mod in modules.items()

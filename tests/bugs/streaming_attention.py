@@ -35,6 +35,11 @@ BUGS = [
         check="forward.kv_splits", hint="merged without rescaling"),
     Bug("masked_stage_in_every_split", find="hi2 = tl.where(split == KV_SPLITS - 1, hi2, lo2)",
         replace="hi2 = hi2", check="forward.kv_splits", hint="ran in every split"),
+    # The Hopper path (a Gluon kernel only a GPU runs): the same mistake in its consumer loop.
+    Bug("ws_numerator_not_rescaled",
+        find="        acc = acc * gl.convert_layout(alpha, ROW_O)[:, None]\n",
+        replace="        acc = acc\n", check="cuda.warp_specialized",
+        hint="numerator not rescaled", module="_attention_hopper", gpu_only=True),
     Bug("scale_not_validated", find="    if not math.isfinite(scale) or scale <= 0.0:\n",
         replace="    if False:\n", check="bad_calls", hint="validate"),
 ]
