@@ -49,6 +49,10 @@ compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
   (192 x 128 spills at 128 registers per thread: 0.24x-0.36x; 192 x 64: 0.64x-0.94x).
 (w) became the reference's Hopper path for d = 128 (streaming_attention's
 `_warp_specialize_pays` says where it is picked); d = 64 stays on the Triton kernel.
+Not timed, from the sm_90 code alone: at d = 64 the exponentials (16 per clock per SM on the
+SFU) take about as long as the products, so computing them two at a time in half precision
+(`ex2.approx.f16x2`) looked like a way to halve that. ptxas lowers each such instruction to
+two MUFU.EX2.F16, one per half: the same number of SFU operations, so it was dropped.
 """
 
 from __future__ import annotations
