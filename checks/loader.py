@@ -127,7 +127,10 @@ def source_files(workshop: str, impl: Implementation) -> list[Path]:
         text = main.read_text()
     except OSError:
         return files
-    for sibling in re.findall(r"^from \.(\w+) import", text, flags=re.M):
+    # `from ._gpu import cdiv` and `from . import _attention_hopper as _hopper` alike
+    siblings = re.findall(r"^from \.(\w+) import", text, flags=re.M)
+    siblings += re.findall(r"^from \. import (\w+)", text, flags=re.M)
+    for sibling in siblings:
         path = impl.folder / f"{sibling}.py"
         if path.is_file() and path not in files:
             files.append(path)
