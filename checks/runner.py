@@ -13,15 +13,14 @@ import secrets
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from checks import catalog, loader, provenance
-from checks.core import (FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, Result, Unavailable,
-                         checks_for)
+from checks.core import FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, Result, Unavailable, checks_for
 
-current: "Run | None" = None  # the run in progress, if any
+current: Run | None = None  # the run in progress, if any
 DEFAULT_TIMEOUT = 300.0  # seconds per (check, case); --timeout or CHECKS_TIMEOUT change it
 
 
@@ -78,9 +77,16 @@ def run(workshops: list[str] | None = None, impl: str = "kernels", device: str =
             if only and only not in check.id:
                 continue
             tier_device = "cpu" if check.tier == "cpu" else run_device
-            for case in check.cases_for(tier_device):
+            cases = check.cases_for(tier_device)
+            gpu_cases = 0
+            if check.tier == "cuda" and tier_device != "cuda" and len(cases) > 1:
+                # Off the GPU a cuda-tier check reports once, not once per case.
+                gpu_cases, cases = len(cases), cases[:1]
+            for case in cases:
                 result = _run_one(check, case, module, import_error, implementation,
                                   tier_device, seed, timeout)
+                if gpu_cases and result.outcome == UNAVAILABLE:
+                    result.message += f" ({gpu_cases} cases on a GPU; this row stands for all)"
                 the_run.results.append(result)
                 if progress:
                     progress(result)

@@ -767,25 +767,18 @@ def bad_calls(ctx, impl, case):
 # ---------------------------------------------------------------------------------------------
 # cuda.warp_specialized: the Hopper path (a Gluon kernel, outside the exercises)
 # ---------------------------------------------------------------------------------------------
-def _gpu_only(cases: list[Case]):
-    """The cases of a check only a GPU can run: all of them on a GPU, the first elsewhere (one
-    UNAVAILABLE row that says why, not one per case)."""
-    return lambda device: cases if device == "cuda" else cases[:1]
-
-
 # Ragged N (1 and 17: one partial row block; 257 and 1000: several key blocks, so the ring of
 # K and V stages wraps), both masks and 16-bit dtypes, d = 64 and 128; the views on the longer
 # N only; 4096 contiguous for many trips around the ring.
-_warp_specialized_cases = _gpu_only(
-    [Case(layout=lay, n=n, d=d, dtype=dt, causal=c)
-     for lay in ("contiguous", "packed_qkv", "heads_view")
-     for n in (1, 17, 257, 1000, 4096) for d in (64, 128)
-     for dt in ("float16", "bfloat16") for c in (False, True)
-     if lay == "contiguous" or n in (257, 1000)])
+_WARP_SPECIALIZED_CASES = [Case(layout=lay, n=n, d=d, dtype=dt, causal=c)
+                           for lay in ("contiguous", "packed_qkv", "heads_view")
+                           for n in (1, 17, 257, 1000, 4096) for d in (64, 128)
+                           for dt in ("float16", "bfloat16") for c in (False, True)
+                           if lay == "contiguous" or n in (257, 1000)]
 
 
 @register(W, "cuda.warp_specialized", tier="cuda", uses=("attention", "attention_heads"),
-          cases=_warp_specialized_cases,
+          cases=_WARP_SPECIALIZED_CASES,
           doc="warp_specialize=True (the Hopper path): ragged N, causal or not, fp16/bf16, "
               "packed-qkv and per-head views, against float64")
 def cuda_warp_specialized(ctx, impl, case):
@@ -823,7 +816,7 @@ def cuda_warp_specialized(ctx, impl, case):
 # cuda tier: the caller's stream; long sequences against sampled float64 rows
 # ---------------------------------------------------------------------------------------------
 @register(W, "cuda.stream", tier="cuda", uses=("attention",),
-          cases=_gpu_only([Case(n=4096, d=64, dtype="float16", causal=c) for c in (False, True)]),
+          cases=[Case(n=4096, d=64, dtype="float16", causal=c) for c in (False, True)],
           doc="launches on the caller's current (non-default) stream")
 def cuda_stream(ctx, impl, case):
     ctx.require_cuda()
@@ -846,9 +839,8 @@ def cuda_stream(ctx, impl, case):
 
 
 @register(W, "cuda.long_sequences", tier="cuda", uses=("attention", "attention_heads"),
-          cases=_gpu_only([Case(n=n, d=d, dtype="bfloat16", causal=c, heads=h)
-                           for n, h in ((16384, 1), (8192, 4)) for d in (64, 128)
-                           for c in (False, True)]),
+          cases=[Case(n=n, d=d, dtype="bfloat16", causal=c, heads=h)
+                 for n, h in ((16384, 1), (8192, 4)) for d in (64, 128) for c in (False, True)],
           doc="the benchmark's sizes, default launch and tma=True, float64 on sampled rows")
 def cuda_long_sequences(ctx, impl, case):
     ctx.require_cuda()
