@@ -14,11 +14,11 @@ each Q K^T right after issuing it (diagnostics/compile-attention-pipelined-*). G
 wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a ring of K and V
 stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
 with the waits placed in eight ways, (a) to (h), and warp-specialized versions ((w), (w3),
-(p), (r)); each module's docstring says how. Kept in the tree: (a), (c), (e) and (h), the
+(p), (r)) and (u); each module's docstring says how. Kept in the tree: (a), (c), (e) and (h), the
 ones the findings below rest on. (w) was adopted: it is the reference's Hopper path,
 references/_attention_hopper.py. (b), (d), (f) and (g) are in git history (`git show
 4e44817:tools/_wgmma_variants/b.py`, and so on), as is their output; (w) and (w3) at 9c0a88e,
-(p) at 5f1eca4, (r) at 3cc6e61.
+(p) at 5f1eca4, (r) at 3cc6e61, (u) at bc27e9e.
 
 `sass` compiles each variant for sm_90 and prints registers, spills, ptxas's own warning
 when it serializes the MMAs, and, inside the key loop, the machine code between the wait that
@@ -53,6 +53,8 @@ compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
   and 1-5% slower everywhere than without it.
 - (r): the reference's Hopper path with K and V handed back together (one barrier arrive per
   key block instead of two): with 3 stages the same speed, with 2 a third slower.
+- (u), compiled only: (c) with S_{j+1} issued before the softmax of S_j and the loop unrolled
+  by two; ptxas still serializes every product, as in (c).
 (w) became the reference's Hopper path for d = 128 (streaming_attention's
 `_warp_specialize_pays` says where it is picked); d = 64 stays on the Triton kernel.
 Not timed, from the sm_90 code alone: at d = 64 the exponentials (16 per clock per SM on the
