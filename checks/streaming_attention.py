@@ -562,17 +562,24 @@ def _heads_cases(device: str) -> list[Case]:
         return [Case(h=h, n=n, d=d, dtype=dt, causal=c, layout=lay)
                 for h, n in ((3, 100), (16, 1000)) for d in (64, 128)
                 for dt in ("float16", "bfloat16") for c in (False, True)
-                for lay in ("contiguous", "nhd_view")]
+                for lay in ("contiguous", "nhd_view", "shared_kv")]
     return [Case(h=3, n=33, d=32, dtype="float16", causal=True, layout="nhd_view"),
-            Case(h=2, n=40, d=16, dtype="bfloat16", causal=False, layout="contiguous")]
+            Case(h=2, n=40, d=16, dtype="bfloat16", causal=False, layout="contiguous"),
+            Case(h=3, n=20, d=16, dtype="float32", causal=False, layout="shared_kv")]
 
 
 @register(W, "heads.values", tier="kernel", uses=("attention_heads",), cases=_heads_cases,
-          doc="attention_heads on (H, N, d), contiguous and as a view of an (N, H, d) tensor")
+          doc="attention_heads on (H, N, d): contiguous, as a view of an (N, H, d) tensor, "
+              "and with k and v shared by every head (expand(), head stride 0)")
 def heads_values(ctx, impl, case):
     shape = (case.h, case.n, case.d)
     if case.layout == "contiguous":
         q, k, v = (ctx.randn(shape, case.dtype) for _ in range(3))
+    elif case.layout == "shared_kv":
+        # One k and one v for every head (multi-query attention), expand()ed: head stride 0.
+        # TMA is refused such a view (_attention_hopper.tma_stride_problem), so the launcher must pick pointers.
+        q = ctx.randn(shape, case.dtype)
+        k, v = (ctx.randn((1, case.n, case.d), case.dtype).expand(shape) for _ in range(2))
     else:
         # (N, H, d) storage, as a projection produces it; the (H, N, d) view has strides
         # (d, H * d, 1): the head stride is smaller than the row stride.
@@ -750,6 +757,10 @@ def bad_calls(ctx, impl, case):
     if ctx.device == "cuda":
         ctx.expect_error(att, q.t().contiguous().t(), k, v, tma=True, mentions=["tma"],
                          what="attention: tma=True with a column-major q (no unit stride)")
+        shared = ctx.randn((1, 24, 32), "float16").expand(2, 24, 32)  # head stride 0
+        ctx.expect_error(heads, ctx.randn((2, 24, 32), "float16"), shared, shared, tma=True,
+                         mentions=["tma", "stride"],
+                         what="attention_heads: tma=True with k, v expand()ed over heads")
     else:
         ctx.expect_error(att, q, k, v, tma=True, mentions=["tma"],
                          what="attention: tma=True under the interpreter")

@@ -255,6 +255,25 @@ def attention_ws_kernel(
     ], [4, 1], [232, 24])  # warps and registers of consumer 1 and the loader (see MAXNREG)
 
 
+def tma_stride_problem(t: torch.Tensor) -> str | None:
+    """Why a TMA descriptor cannot describe `t`'s layout as it is, or None when it can. Both
+    attention paths ask this (the Triton kernel's TMA loads too).
+
+    cuTensorMapEncodeTiled's rules: the innermost stride is 1, every other stride is a multiple
+    of 16 bytes, and the start is 16-byte aligned. A stride of 0 (a dimension expand()ed from
+    size 1, such as k and v shared by every head) is refused as well: the driver's
+    documentation describes each stride as spanning the dimensions inside it, and such a view
+    runs as well through plain pointers.
+    """
+    size = t.element_size()
+    outer = t.stride()[:-1]
+    if t.stride(-1) != 1 or any(s <= 0 or (s * size) % 16 for s in outer) or t.data_ptr() % 16:
+        return (f"TMA needs a unit innermost stride, other strides that are positive multiples "
+                f"of 16 bytes and a 16-byte aligned start; got strides {t.stride()} of "
+                f"{t.dtype} at address {t.data_ptr()} (mod 16: {t.data_ptr() % 16})")
+    return None
+
+
 def problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None:
     """Why this path cannot run on (H, N, d) q, k, v (already validated), or None if it can."""
     if gluon is None:
@@ -267,11 +286,9 @@ def problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None:
     if q.shape[-1] not in HEAD_DIMS:
         return f"it runs head dims {HEAD_DIMS}, got {q.shape[-1]}"
     for name, t in (("q", q), ("k", k), ("v", v)):
-        size = t.element_size()
-        if t.stride(-1) != 1 or any((s * size) % 16 for s in t.stride()[:-1]) or t.data_ptr() % 16:
-            return (f"its TMA copies need {name} with a unit feature stride, other strides "
-                    f"that are multiples of 16 bytes and a 16-byte aligned start; got strides "
-                    f"{t.stride()} of {t.dtype}")
+        reason = tma_stride_problem(t)
+        if reason:
+            return f"its copies of {name} are TMA's: {reason}"
     return None
 
 

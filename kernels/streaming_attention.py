@@ -489,11 +489,7 @@ def _tma_problem(t: torch.Tensor) -> str | None:
         return "TMA descriptors are not supported under this project's interpreter runs"
     if t.device.type != "cuda" or capability(device_index(t))[0] < 9:
         return f"TMA needs a GPU of compute capability 9.0 or newer, got {t.device}"
-    size = t.element_size()
-    if t.stride(-1) != 1 or any((s * size) % 16 for s in t.stride()[:-1]) or t.data_ptr() % 16:
-        return (f"TMA needs a unit feature stride, other strides that are multiples of 16 bytes "
-                f"and a 16-byte aligned start; got strides {t.stride()} of {t.dtype}")
-    return None
+    return _hopper.tma_stride_problem(t)
 
 
 # The warp-specialized Hopper path (_attention_hopper.py), where it can run (d = 128 here: at
