@@ -577,7 +577,8 @@ def heads_values(ctx, impl, case):
         q, k, v = (ctx.randn(shape, case.dtype) for _ in range(3))
     elif case.layout == "shared_kv":
         # One k and one v for every head (multi-query attention), expand()ed: head stride 0.
-        # TMA is refused such a view (_attention_hopper.tma_stride_problem), so the launcher must pick pointers.
+        # TMA is refused such a view (_attention_hopper.tma_stride_problem): the launcher must
+        # fall back to pointers on its own.
         q = ctx.randn(shape, case.dtype)
         k, v = (ctx.randn((1, case.n, case.d), case.dtype).expand(shape) for _ in range(2))
     else:
