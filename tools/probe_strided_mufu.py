@@ -231,8 +231,9 @@ def time_all() -> int:
                 err = (got - expected).abs()
                 allowed = 2 * torch.finfo(dtype).eps * expected.abs() + (
                     6e-8 if dtype == torch.float16 else 1e-30)
+                fits = "ok" if bool((err <= allowed).all()) else "OUT OF TOLERANCE"
                 verdict = "" if label.startswith("wrong") else \
-                    f" max|err| {err.max().item():.1e} {'ok' if bool((err <= allowed).all()) else 'OUT OF TOLERANCE'}"
+                    f" max|err| {err.max().item():.1e} {fits}"
                 calls[label + verdict] = lambda flags=flags: launch(x, flags)
             medians = graph_medians_us(calls.values(), plan)
             print(f"\n{rows} x {width} {str(dtype)[6:]} transposed (graph timing)", flush=True)
