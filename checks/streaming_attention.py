@@ -576,9 +576,8 @@ def heads_values(ctx, impl, case):
     if case.layout == "contiguous":
         q, k, v = (ctx.randn(shape, case.dtype) for _ in range(3))
     elif case.layout == "shared_kv":
-        # One k and one v for every head (multi-query attention), expand()ed: head stride 0.
-        # TMA is refused such a view (_attention_hopper.tma_stride_problem): the launcher must
-        # fall back to pointers on its own.
+        # One k and one v for every head (multi-query attention), expand()ed: head stride 0,
+        # which TMA descriptors take (on a GPU the default path loads them by TMA).
         q = ctx.randn(shape, case.dtype)
         k, v = (ctx.randn((1, case.n, case.d), case.dtype).expand(shape) for _ in range(2))
     else:
@@ -758,10 +757,6 @@ def bad_calls(ctx, impl, case):
     if ctx.device == "cuda":
         ctx.expect_error(att, q.t().contiguous().t(), k, v, tma=True, mentions=["tma"],
                          what="attention: tma=True with a column-major q (no unit stride)")
-        shared = ctx.randn((1, 24, 32), "float16").expand(2, 24, 32)  # head stride 0
-        ctx.expect_error(heads, ctx.randn((2, 24, 32), "float16"), shared, shared, tma=True,
-                         mentions=["tma", "stride"],
-                         what="attention_heads: tma=True with k, v expand()ed over heads")
     else:
         ctx.expect_error(att, q, k, v, tma=True, mentions=["tma"],
                          what="attention: tma=True under the interpreter")
@@ -783,16 +778,17 @@ def bad_calls(ctx, impl, case):
 # K and V stages wraps), both masks and 16-bit dtypes, d = 64 and 128; the views on the longer
 # N only; 4096 contiguous for many trips around the ring.
 _WARP_SPECIALIZED_CASES = [Case(layout=lay, n=n, d=d, dtype=dt, causal=c)
-                           for lay in ("contiguous", "packed_qkv", "heads_view")
+                           for lay in ("contiguous", "packed_qkv", "heads_view", "shared_kv")
                            for n in (1, 17, 257, 1000, 4096) for d in (64, 128)
                            for dt in ("float16", "bfloat16") for c in (False, True)
-                           if lay == "contiguous" or n in (257, 1000)]
+                           if lay == "contiguous" or n in (257, 1000)
+                           if lay != "shared_kv" or (n == 1000 and dt == "bfloat16")]
 
 
 @register(W, "cuda.warp_specialized", tier="cuda", uses=("attention", "attention_heads"),
           cases=_WARP_SPECIALIZED_CASES,
           doc="warp_specialize=True (the Hopper path): ragged N, causal or not, fp16/bf16, "
-              "packed-qkv and per-head views, against float64")
+              "packed-qkv and per-head views, k and v shared by every head, against float64")
 def cuda_warp_specialized(ctx, impl, case):
     import importlib.util
 
@@ -805,9 +801,15 @@ def cuda_warp_specialized(ctx, impl, case):
         raise Unavailable("the warp-specialized path is written in Gluon, which this Triton "
                           "lacks (Triton 3.5 or newer has it)")
     blocks = Case(case, blocks=(128, 128))  # its tiles, for the mistake replays
-    if case.layout == "heads_view":
-        # (N, H, d) storage seen as (H, N, d): strides (d, H * d, 1), per-head TMA boxes.
-        q, k, v = (ctx.randn((case.n, 3, case.d), case.dtype).transpose(0, 1) for _ in range(3))
+    if case.layout in ("heads_view", "shared_kv"):
+        if case.layout == "heads_view":
+            # (N, H, d) storage seen as (H, N, d): strides (d, H * d, 1), per-head TMA boxes.
+            q, k, v = (ctx.randn((case.n, 3, case.d), case.dtype).transpose(0, 1)
+                       for _ in range(3))
+        else:  # k and v shared by 3 heads, expand()ed: head stride 0 in their descriptors
+            q = ctx.randn((3, case.n, case.d), case.dtype)
+            k, v = (ctx.randn((1, case.n, case.d), case.dtype).expand(3, case.n, case.d)
+                    for _ in range(2))
         out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, warp_specialize=True,
                        expect_shape=tuple(q.shape), expect_dtype=case.dtype)
         for h in range(q.shape[0]):

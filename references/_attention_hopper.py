@@ -260,17 +260,15 @@ def tma_stride_problem(t: torch.Tensor) -> str | None:
     attention paths ask this (the Triton kernel's TMA loads too).
 
     cuTensorMapEncodeTiled's rules: the innermost stride is 1, every other stride is a multiple
-    of 16 bytes, and the start is 16-byte aligned. A stride of 0 (a dimension expand()ed from
-    size 1, such as k and v shared by every head) is refused as well: the driver's
-    documentation describes each stride as spanning the dimensions inside it, and such a view
-    runs as well through plain pointers.
+    of 16 bytes, and the start is 16-byte aligned. A stride of 0 is such a multiple: k and v
+    expand()ed over the heads (shared by every head) ran right through all three TMA paths on
+    the H200 (tools/probe_tma_stride0.py), and checks/streaming_attention.py keeps them so.
     """
     size = t.element_size()
-    outer = t.stride()[:-1]
-    if t.stride(-1) != 1 or any(s <= 0 or (s * size) % 16 for s in outer) or t.data_ptr() % 16:
-        return (f"TMA needs a unit innermost stride, other strides that are positive multiples "
-                f"of 16 bytes and a 16-byte aligned start; got strides {t.stride()} of "
-                f"{t.dtype} at address {t.data_ptr()} (mod 16: {t.data_ptr() % 16})")
+    if t.stride(-1) != 1 or any((s * size) % 16 for s in t.stride()[:-1]) or t.data_ptr() % 16:
+        return (f"TMA needs a unit innermost stride, other strides that are multiples of 16 "
+                f"bytes and a 16-byte aligned start; got strides {t.stride()} of {t.dtype} at "
+                f"address {t.data_ptr()} (mod 16: {t.data_ptr() % 16})")
     return None
 
 
