@@ -4,6 +4,7 @@
     python3 tools/probe_attention_wgmma.py check h         # one variant's outputs, small problems
     python3 tools/probe_attention_wgmma.py time h          # those variants and the reference
     python3 tools/probe_attention_wgmma.py time h --four-warps  # at one-warpgroup tiles
+    python3 tools/probe_attention_wgmma.py paths 64        # the reference's two paths, many grids
 
 (Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
 
@@ -87,6 +88,12 @@ def launcher(module, q, k, v, causal, block_m, block_n, num_warps, stages):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     heads, n, d = q.shape
+    if hasattr(module, "launch"):  # a module shaped like references/_attention_hopper.py
+        def run_module():
+            out = torch.empty_like(q)
+            module.launch(q, k, v, out, causal, d ** -0.5 * 1.4426950408889634)
+            return out
+        return run_module
     gdt = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
 
     def desc(t, rows):
@@ -204,6 +211,8 @@ def main(argv: list[str]) -> int:
     mode, names = argv[0], argv[1:]
     four_warps = "--four-warps" in names
     names = [name for name in names if name != "--four-warps"]
+    if mode == "paths":  # the reference's two paths over many grids: where each one wins
+        return time_paths(names or ["64"])
     modules = {name: importlib.import_module(f"tools._wgmma_variants.{name}") for name in names}
     if mode == "sass":
         return sass_report(modules)
@@ -244,6 +253,42 @@ def main(argv: list[str]) -> int:
         for label, us in zip(calls, times, strict=True):
             print(f"   {label:26s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
                   f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+PATH_SHAPES = [(8, 4096), (16, 4096), (32, 4096), (64, 4096), (4, 8192), (8, 8192),
+               (16, 8192), (32, 8192), (64, 8192), (2, 16384), (4, 16384), (8, 16384),
+               (16, 16384)]
+
+
+def time_paths(dims: list[str]) -> int:
+    """`paths 64`: the reference with warp_specialize=False (the Triton kernel) and True (the
+    Hopper path) on PATH_SHAPES at the given head dims, both masks, against SDPA-cuDNN."""
+    import torch
+
+    from benchmarks import harness
+    from references import _attention_hopper as hopper
+    from references import streaming_attention as sa
+
+    plan = harness.PLANS["sweep"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16; ratios to SDPA-cuDNN")
+    for heads, n, d, causal, q, k, v, _flops in attention_problems(PATH_SHAPES,
+                                                                    [int(x) for x in dims]):
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        calls = matching(cudnn, {
+            "Triton": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
+                q, k, v, causal=c, warp_specialize=False),
+            "Hopper": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
+                q, k, v, causal=c, warp_specialize=True),
+            "auto": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(q, k, v, causal=c)})
+        times = graph_medians_us([cudnn, *calls.values()], plan)
+        ratios = "  ".join(f"{label} {times[0] / us:.2f}x" for label, us
+                           in zip(calls, times[1:], strict=True))
+        per_sm = hopper.programs(heads, n) / sms
+        print(f"H={heads:3d} N={n:6d} d={d} causal={causal!s:5s} ({per_sm:5.1f} Hopper "
+              f"programs per SM): cudnn {times[0]:8.1f} us  {ratios}", flush=True)
     return 0
 
 
