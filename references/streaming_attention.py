@@ -17,7 +17,7 @@ What you will practise
   (acc, l, m); `combine_splits_kernel` merges them with the same rescaling as the online
   update (the states of two key ranges combine like two steps of the loop).
 - The Hopper path, outside the exercises: on an H100/H200, large 16-bit problems at d = 128
-  run a warp-specialized version of the same loop written in Gluon (`_attention_hopper.py`):
+  (and mid-size causal ones at d = 64) run a warp-specialized version of the same loop written in Gluon (`_attention_hopper.py`):
   a loader warp streams K and V into shared memory while two warpgroups each run the online
   softmax of their 64 rows, and each warpgroup's softmax of block j overlaps its own
   P_{j-1} V_{j-1} on the tensor cores. `warp_specialize` picks or refuses it
@@ -512,18 +512,23 @@ def _tma_problem(t: torch.Tensor) -> str | None:
     return _hopper.tma_stride_problem(t)
 
 
-# The warp-specialized Hopper path (_attention_hopper.py), where it can run (d = 128 here: at
-# d = 64 it was slower than the Triton kernel without a causal mask, 0.91-0.93x cuDNN against
-# 0.95-0.96x) and the grid has enough 128-row programs: at least 0.9 per SM without a causal
-# mask, 3.6 with one. Measured on the H200 (bf16, graph timing, ratios to SDPA-cuDNN;
-# benchmarks/results/diagnostics/probe-attention-wgmma-w*): non-causal 0.97x / 1.00x / 0.99x
-# on 16 x 4096, 4 x 16384 and 64 x 8192 heads against 0.80x / 0.81x / 0.80x for the Triton
-# kernel, and 1.01x on one head of 16384 (128 programs; the Triton kernel with key splits
-# 0.84x); causal 1.04x / 1.33x / 1.05x against 0.92x / 1.08x / 0.86x, but on one head of 16384
-# 1.03x against 1.47x: a causal grid's programs differ in length, and this path has no key
-# splits to even them out.
-_WARP_SPECIALIZED_HEAD_DIMS = (128,)
-_WARP_SPECIALIZED_PROGRAMS_PER_SM = {False: 1, True: 4}
+# The warp-specialized Hopper path (_attention_hopper.py), where it can run, when the grid of
+# 128-row programs suits it. Measured on the H200 (bf16, graph timing, ratios to SDPA-cuDNN;
+# benchmarks/results/diagnostics/probe-attention-wgmma-w*, -paths-*):
+# - d = 128: at least 0.9 programs per SM without a causal mask, 3.6 with one. Non-causal
+#   0.97x / 1.00x / 0.99x on 16 x 4096, 4 x 16384 and 64 x 8192 heads against 0.80x / 0.81x /
+#   0.80x for the Triton kernel, and 1.01x on one head of 16384 (128 programs; the Triton
+#   kernel with key splits 0.84x); causal 1.04x / 1.33x / 1.05x against 0.92x / 1.08x / 0.86x,
+#   but on one head of 16384 1.03x against 1.47x: a causal grid's programs differ in length,
+#   and this path has no key splits to even them out.
+# - d = 64, causal only, 1.5 to 4 programs per SM. Without a mask the Triton kernel is faster
+#   at every grid that fills the GPU (0.95x-0.96x against 0.90x-0.93x). With one, the Hopper
+#   path won every grid of about 2 and 4 programs per SM (N = 4096 to 16384: 0.97x-1.51x
+#   against 0.87x-1.16x) and lost at 8 (N = 4096: 0.90x against 0.95x) and beyond, but for
+#   N = 16384, where it still won at 8 and 16 (1.07x and 0.99x against 0.96x and 0.95x); one
+#   head of 16384 (one program per SM) stays with the key splits (1.35x against 0.95x).
+_WARP_SPECIALIZED_PROGRAMS_PER_SM = {False: 1, True: 4}  # d = 128, by causal: at least 0.9x this
+_WARP_SPECIALIZED_D64_CAUSAL = (1.5, 4.0)  # d = 64 with a causal mask: programs per SM, from-to
 
 
 def _warp_specialize_problem(q, k, v) -> str | None:
@@ -536,8 +541,13 @@ def _warp_specialize_problem(q, k, v) -> str | None:
 def _warp_specialize_pays(heads: int, n_ctx: int, head_dim: int, causal: bool,
                           q: torch.Tensor) -> bool:
     """Whether auto picks the warp-specialized path (where it can run): see above."""
-    target = 0.9 * _WARP_SPECIALIZED_PROGRAMS_PER_SM[causal] * sm_count(device_index(q))
-    return head_dim in _WARP_SPECIALIZED_HEAD_DIMS and _hopper.programs(heads, n_ctx) >= target
+    per_sm = _hopper.programs(heads, n_ctx) / sm_count(device_index(q))
+    if head_dim == 128:
+        return per_sm >= 0.9 * _WARP_SPECIALIZED_PROGRAMS_PER_SM[causal]
+    if head_dim == 64 and causal:
+        low, high = _WARP_SPECIALIZED_D64_CAUSAL
+        return low <= per_sm <= high
+    return False
 
 
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:

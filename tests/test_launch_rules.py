@@ -55,6 +55,21 @@ def test_attention_split_workspace_stays_far_below_a_score_matrix(h200):
             assert splits * n * (128 + 2) < n * n / 7
 
 
+@pytest.mark.parametrize("heads,n,d,causal,hopper", [
+    # d = 128: grids of at least 0.9 programs per SM without a mask, 3.6 with one
+    (16, 4096, 128, False, True), (1, 16384, 128, False, True), (1, 8192, 128, False, False),
+    (16, 4096, 128, True, True), (1, 16384, 128, True, False), (64, 8192, 128, True, True),
+    # d = 64: never without a mask; with one, 1.5 to 4 programs per SM (of 128 rows)
+    (16, 4096, 64, False, False), (4, 16384, 64, False, False),
+    (8, 4096, 64, True, True), (16, 4096, 64, True, True), (4, 16384, 64, True, True),
+    (32, 4096, 64, True, False), (64, 8192, 64, True, False), (1, 16384, 64, True, False),
+    # other head dims never
+    (64, 8192, 32, True, False), (64, 8192, 16, False, False),
+])
+def test_hopper_path_where_measured(h200, heads, n, d, causal, hopper):
+    assert sa._warp_specialize_pays(heads, n, d, causal, h200()) is hopper
+
+
 # ---------------------------------------------------------------------------------------------
 # Strided softmax: which transposed rows take path B's exchange
 # ---------------------------------------------------------------------------------------------
