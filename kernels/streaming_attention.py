@@ -20,8 +20,9 @@ What you will practise
   (and mid-size causal ones at d = 64) run a warp-specialized version of the same loop
   written in Gluon (`_attention_hopper.py`): a loader warp streams K and V into shared
   memory while two warpgroups each run the online softmax of their 64 rows, and each
-  warpgroup's softmax of block j overlaps its own P_{j-1} V_{j-1} on the tensor cores. `warp_specialize` picks or refuses it
-  (`_warp_specialize_pays` says when it is picked on its own).
+  warpgroup's softmax of block j overlaps its own P_{j-1} V_{j-1} on the tensor cores.
+  `warp_specialize` picks or refuses it (`_warp_specialize_pays` says when it is picked on
+  its own).
 - Ragged N: the program of the last row block owns the tail rows (masked on load and store;
   it is the last program, or the first when causal, which runs row blocks bottom first), and
   keys past N are masked to -inf in the last key block, so they get weight exp(-inf) = 0.
