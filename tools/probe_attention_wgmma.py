@@ -15,8 +15,8 @@ each Q K^T right after issuing it (diagnostics/compile-attention-pipelined-*). G
 wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a ring of K and V
 stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
 with the waits placed in eight ways, (a) to (h), warp-specialized versions ((w), (w3), (p),
-(r)) and a pipelined one, (u); each module's docstring says how. Kept in the tree: (a), (c),
-(e) and (h), the ones the findings below rest on. (w) was adopted: it is the reference's Hopper path,
+(r)) and two pipelined ones, (u) and (v); each module's docstring says how. Kept in the tree:
+(a), (c), (e), (h) and (v), the ones the findings below rest on. (w) was adopted: it is the reference's Hopper path,
 references/_attention_hopper.py. (b), (d), (f) and (g) are in git history (`git show
 4e44817:tools/_wgmma_variants/b.py`, and so on), as is their output; (w) and (w3) at 9c0a88e,
 (p) at 5f1eca4, (r) at 3cc6e61, (u) at bc27e9e.
@@ -56,8 +56,13 @@ compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
   key block instead of two): with 3 stages the same speed, with 2 a third slower.
 - (u), compiled only: (c) with S_{j+1} issued before the softmax of S_j and the loop unrolled
   by two; ptxas still serializes every product, as in (c).
-(w) became the reference's Hopper path for d = 128 (streaming_attention's
-`_warp_specialize_pays` says where it is picked); d = 64 stays on the Triton kernel.
+- (v): the reference's Hopper path with S_{j+1} and P_{j-1} V_{j-1} issued before the softmax
+  of S_j and both waited for at the end of the step (so nothing is in flight at the loop's
+  back edge: ptxas compiles it without serializing, and without spills; P goes through shared
+  memory at d = 128). Right, and 0.57x-0.76x cuDNN against the reference's 0.91x-1.31x.
+(w) became the reference's Hopper path (streaming_attention's `_warp_specialize_pays` says
+where it is picked: d = 128, and causal d = 64 on grids of 1.5 to 4 programs per SM, from
+`paths 64`, which times the reference's two paths over 13 grids).
 Not timed, from the sm_90 code alone: at d = 64 the exponentials (16 per clock per SM on the
 SFU) take about as long as the products, so computing them two at a time in half precision
 (`ex2.approx.f16x2`) looked like a way to halve that. ptxas lowers each such instruction to
