@@ -16,8 +16,8 @@ wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a 
 stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
 with the waits placed in eight ways, (a) to (h), warp-specialized versions ((w), (w3), (p),
 (r)) and two pipelined ones, (u) and (v); each module's docstring says how. Kept in the tree:
-(a), (c), (e), (h) and (v), the ones the findings below rest on. (w) was adopted: it is the reference's Hopper path,
-references/_attention_hopper.py. (b), (d), (f) and (g) are in git history (`git show
+(a), (c), (e), (h) and (v), the ones the findings below rest on. (w) was adopted: it is the
+reference's Hopper path, references/_attention_hopper.py. (b), (d), (f) and (g) are in git history (`git show
 4e44817:tools/_wgmma_variants/b.py`, and so on), as is their output; (w) and (w3) at 9c0a88e,
 (p) at 5f1eca4, (r) at 3cc6e61, (u) at bc27e9e.
 
