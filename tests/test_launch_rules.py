@@ -70,6 +70,24 @@ def test_hopper_path_where_measured(h200, heads, n, d, causal, hopper):
     assert sa._warp_specialize_pays(heads, n, d, causal, h200()) is hopper
 
 
+def test_tma_layout_rule_is_one_rule_for_both_attention_paths():
+    """TMA wants a unit innermost stride, 16-byte multiples elsewhere (0 included: k and v
+    expand()ed over the heads ran right through TMA on the H200) and a 16-byte aligned start."""
+    from references import _attention_hopper as hopper
+
+    rule = hopper.tma_stride_problem
+    x = torch.zeros(4, 64, 64, dtype=torch.bfloat16)
+    assert rule(x) is None
+    assert rule(torch.zeros(1, 64, 64, dtype=torch.bfloat16).expand(4, 64, 64)) is None
+    assert rule(x[:, :, :56]) is None  # a column slice: the row stride is still 128 bytes
+    assert rule(x.transpose(1, 2)) is not None  # no unit innermost stride
+    assert rule(torch.zeros(4, 64, 60, dtype=torch.bfloat16)) is not None  # rows of 120 bytes
+    shifted = torch.zeros(4 * 64 * 64 + 8, dtype=torch.bfloat16)[1:1 + 4 * 64 * 64]
+    assert rule(shifted.view(4, 64, 64)) is not None  # starts 2 bytes past 16-byte alignment
+    sa_rule = sa._tma_problem.__code__.co_names
+    assert "tma_stride_problem" in sa_rule  # the Triton kernel's TMA asks the same function
+
+
 # ---------------------------------------------------------------------------------------------
 # Strided softmax: which transposed rows take path B's exchange
 # ---------------------------------------------------------------------------------------------
