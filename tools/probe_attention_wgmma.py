@@ -16,7 +16,7 @@ wait for them. tools/_wgmma_variants/ holds one Hopper kernel (TMA loads into a 
 stages with mbarriers, 16 query rows per warp, P passed to the second product in registers)
 with the waits placed in eight ways, (a) to (h), warp-specialized versions ((w), (w3), (p),
 (r)) and two pipelined ones, (u) and (v); each module's docstring says how. Kept in the tree:
-(a), (c), (e), (h) and (v), the ones the findings below rest on. (w) was adopted: it is the
+(a), (c), (e), (h), (v) and (vn), the ones the findings below rest on. (w) was adopted: it is the
 reference's Hopper path, references/_attention_hopper.py. (b), (d), (f) and (g) are in git history (`git show
 4e44817:tools/_wgmma_variants/b.py`, and so on), as is their output; (w) and (w3) at 9c0a88e,
 (p) at 5f1eca4, (r) at 3cc6e61, (u) at bc27e9e.
@@ -60,6 +60,9 @@ compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
   of S_j and both waited for at the end of the step (so nothing is in flight at the loop's
   back edge: ptxas compiles it without serializing, and without spills; P goes through shared
   memory at d = 128). Right, and 0.57x-0.76x cuDNN against the reference's 0.91x-1.31x.
+- (vn): (v) without its mask (which in (v) runs as selects on every step): right without a
+  causal mask, 10-15% faster than (v), still far slower than the reference (0.67x against
+  0.91x on 16 x 4096, d = 64).
 (w) became the reference's Hopper path (streaming_attention's `_warp_specialize_pays` says
 where it is picked: d = 128, and causal d = 64 on grids of 1.5 to 4 programs per SM, from
 `paths 64`, which times the reference's two paths over 13 grids).
