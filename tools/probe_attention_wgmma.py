@@ -61,8 +61,8 @@ compile-attention-wgmma-*), ratios to SDPA-cuDNN in the same rounds:
   back edge: ptxas compiles it without serializing, and without spills; P goes through shared
   memory at d = 128). Right, and 0.57x-0.76x cuDNN against the reference's 0.91x-1.31x.
 - (vn): (v) without its mask (which in (v) runs as selects on every step): right without a
-  causal mask, 10-15% faster than (v), still far slower than the reference (0.67x against
-  0.91x on 16 x 4096, d = 64).
+  causal mask, 13-18% less time than (v) at d = 64, still far slower than the reference
+  (0.67x against 0.91x on 16 x 4096, d = 64).
 (w) became the reference's Hopper path (streaming_attention's `_warp_specialize_pays` says
 where it is picked: d = 128, and causal d = 64 on grids of 1.5 to 4 programs per SM, from
 `paths 64`, which times the reference's two paths over 13 grids).

@@ -108,15 +108,18 @@ def _load_partition(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_re
 @_kernel
 def _softmax(s, start_n, cols, rows, n_ctx, mask_from, diag_shift, qk_scale, m_i, l_i, p_buf,
              BLOCK_N: gl.constexpr, FIRST: gl.constexpr, dtype: gl.constexpr,
-             P_LAYOUT: gl.constexpr, P_SMEM: gl.constexpr):
+             P_LAYOUT: gl.constexpr, P_SMEM: gl.constexpr, MASK: gl.constexpr):
     """Online softmax of one score tile S_j (keys start_n ...): mask, running max, alpha,
     P_j = exp2(S_j * scale - m), l. FIRST: block 0, no previous max (alpha is unused).
     Returns P_j as the A operand of P V in registers, or, P_SMEM, stores it into p_buf (and
-    returns m_new in its place, a placeholder of a fixed type)."""
-    if start_n + BLOCK_N > mask_from:
-        keep = (((start_n + cols) < n_ctx)[None, :]
-                & ((start_n + cols)[None, :] <= rows[:, None] + diag_shift))
-        s = gl.where(keep, s, -float("inf"))
+    returns m_new in its place, a placeholder of a fixed type). MASK=False leaves the mask out
+    of the code entirely: variant (vn), right only without a causal mask and for N a multiple
+    of BLOCK_N (here the run-time test below compiles to selects that run on every step)."""
+    if MASK:
+        if start_n + BLOCK_N > mask_from:
+            keep = (((start_n + cols) < n_ctx)[None, :]
+                    & ((start_n + cols)[None, :] <= rows[:, None] + diag_shift))
+            s = gl.where(keep, s, -float("inf"))
     if FIRST:
         m_new = gl.max(s, axis=1) * qk_scale
         p = gl.exp2(s * qk_scale - m_new[:, None])
@@ -158,7 +161,7 @@ def _pv(p_op, p_smem, g: gl.constexpr, j, v_smem, acc, P_SMEM: gl.constexpr):
 def _step(g: gl.constexpr, j, s, p_op, acc, m_i, l_i, q_tile, k_smem, v_smem, p_smem, k_ready,
           v_ready, k_empty, v_empty, cols, rows, n_ctx, mask_from, diag_shift, qk_scale,
           dtype: gl.constexpr, P_LAYOUT: gl.constexpr, ROW_O: gl.constexpr,
-          P_SMEM: gl.constexpr):
+          P_SMEM: gl.constexpr, MASK: gl.constexpr):
     """Key block j, 0 < j < n_blocks - 1. On entry S_j is in registers (waited for), P_{j-1}
     too (or in shared memory), and acc is in the scale of m_{j-1}. Issues S_{j+1} =
     Q K_{j+1}^T, then O += P_{j-1} V_{j-1}, runs the softmax of S_j while the tensor cores
@@ -175,7 +178,7 @@ def _step(g: gl.constexpr, j, s, p_op, acc, m_i, l_i, q_tile, k_smem, v_smem, p_
     o_tok = _pv(p_op, p_smem, g, j - 1, v_smem, acc, P_SMEM)
     p_new, m_i, l_i, alpha = _softmax(s, j * BLOCK_N, cols, rows, n_ctx, mask_from, diag_shift,
                                       qk_scale, m_i, l_i, p_smem.index(2 * g + j % 2), BLOCK_N,
-                                      False, dtype, P_LAYOUT, P_SMEM)
+                                      False, dtype, P_LAYOUT, P_SMEM, MASK)
     if P_SMEM:
         s_next, acc = warpgroup_mma_wait(0, deps=[s_tok, o_tok])
     else:
@@ -189,7 +192,7 @@ def _step(g: gl.constexpr, j, s, p_op, acc, m_i, l_i, q_tile, k_smem, v_smem, p_
 @_kernel
 def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_smem, q_bars,
              k_ready, v_ready, k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from,
-             diag_shift, qk_scale):
+             diag_shift, qk_scale, MASK: gl.constexpr):
     """Consumer warpgroup g: its 64 rows (row0 + 64 g ...) against every key block."""
     dtype: gl.constexpr = q_desc.dtype
     ROWS: gl.constexpr = q_desc.block_type.shape[1]
@@ -228,7 +231,7 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_
                               .permute((1, 0)), zero_s, use_acc=False, is_async=True)
         p_op, m_i, l_i, alpha = _softmax(s, 0, cols, rows, n_ctx, mask_from, diag_shift,
                                          qk_scale, qk_scale, qk_scale, p_smem.index(2 * g),
-                                         BLOCK_N, True, dtype, P_LAYOUT, P_SMEM)
+                                         BLOCK_N, True, dtype, P_LAYOUT, P_SMEM, MASK)
         s = warpgroup_mma_wait(0, deps=[s_tok])
         mbarrier.arrive(k_empty.index(1 % STAGES), count=1)
         acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, O_LAYOUT)  # running numerator
@@ -239,7 +242,7 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_
             s, p_op, acc, m_i, l_i = _step(g, j, s, p_op, acc, m_i, l_i, q_tile, k_smem, v_smem,
                                            p_smem, k_ready, v_ready, k_empty, v_empty, cols,
                                            rows, n_ctx, mask_from, diag_shift, qk_scale, dtype,
-                                           P_LAYOUT, ROW_O, P_SMEM)
+                                           P_LAYOUT, ROW_O, P_SMEM, MASK)
         # Step n_blocks - 1: no S left to issue; P V of the block before overlaps the softmax.
         j_last = n_blocks - 1
         prev = (j_last - 1) % STAGES
@@ -248,7 +251,7 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_
         p_new, m_i, l_i, alpha = _softmax(s, j_last * BLOCK_N, cols, rows, n_ctx, mask_from,
                                           diag_shift, qk_scale, m_i, l_i,
                                           p_smem.index(2 * g + j_last % 2), BLOCK_N, False,
-                                          dtype, P_LAYOUT, P_SMEM)
+                                          dtype, P_LAYOUT, P_SMEM, MASK)
         if P_SMEM:
             acc = warpgroup_mma_wait(0, deps=[o_tok])
         else:
@@ -259,7 +262,7 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_
     else:
         p_op, m_i, l_i, alpha = _softmax(s, 0, cols, rows, n_ctx, mask_from, diag_shift,
                                          qk_scale, qk_scale, qk_scale, p_smem.index(2 * g),
-                                         BLOCK_N, True, dtype, P_LAYOUT, P_SMEM)
+                                         BLOCK_N, True, dtype, P_LAYOUT, P_SMEM, MASK)
         acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, O_LAYOUT)
 
     last = (n_blocks - 1) % STAGES
@@ -280,10 +283,12 @@ def _consume(g: gl.constexpr, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_
 
 @_kernel
 def _consumer_1(q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_smem, q_bars, k_ready, v_ready,
-                k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale):
+                k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale,
+                MASK: gl.constexpr):
     """Consumer warpgroup 1 (a partition is a function; warpgroup 0 is the default one)."""
     _consume(1, q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_smem, q_bars, k_ready, v_ready,
-             k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale)
+             k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from, diag_shift, qk_scale,
+             MASK)
 
 
 @_kernel
@@ -291,7 +296,9 @@ def attention_ws_kernel(
     q_desc, k_desc, v_desc, o_desc,  # TMA descriptors over (H, N, d); q and o blocks of 64 rows
     n_ctx,  # N
     qk_scale,  # scale * log2(e)
-    IS_CAUSAL: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+    IS_CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+    MASK: gl.constexpr,  # False: no mask in the code at all (variant (vn), a timing probe)
+    num_warps: gl.constexpr,
 ):
     dtype: gl.constexpr = q_desc.dtype
     ROWS: gl.constexpr = q_desc.block_type.shape[1]
@@ -339,7 +346,7 @@ def attention_ws_kernel(
 
     consumer_args = (q_desc, k_desc, o_desc, q_smem, k_smem, v_smem, p_smem, q_bars, k_ready,
                      v_ready, k_empty, v_empty, head, row0, n_ctx, n_blocks, mask_from,
-                     diag_shift, qk_scale)
+                     diag_shift, qk_scale, MASK)
     gl.warp_specialize([
         (_consume, (0,) + consumer_args),  # the default partition: this program's 4 warps
         (_consumer_1, consumer_args),
@@ -349,8 +356,8 @@ def attention_ws_kernel(
 
 
 def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, causal: bool,
-           qk_scale: float) -> None:
-    """Write attention of (H, N, d) q, k, v into `out` (H, N, d); problem() must be None."""
+           qk_scale: float, mask: bool = True) -> None:
+    """Write attention of (H, N, d) q, k, v into `out` (H, N, d); mask=False: see MASK."""
     heads, n_ctx, head_dim = q.shape
     layout_dtype = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
 
@@ -362,4 +369,4 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
     attention_ws_kernel[(cdiv(n_ctx, BLOCK_M), heads)](
         descriptor(q, ROWS), descriptor(k, BLOCK_N), descriptor(v, BLOCK_N),
         descriptor(out, ROWS), n_ctx, qk_scale,
-        IS_CAUSAL=causal, STAGES=STAGES, num_warps=4, maxnreg=MAXNREG)
+        IS_CAUSAL=causal, STAGES=STAGES, MASK=mask, num_warps=4, maxnreg=MAXNREG)
