@@ -1,0 +1,296 @@
+"""Does the 16-bit shared-memory exchange gain from holding part of each slice in registers?
+
+    python3 tools/probe_strided_regs.py sass     # no GPU: registers and spills of each variant
+    python3 tools/probe_strided_regs.py time     # a GPU: check and time them
+
+Strided softmax's shared-memory exchange (`softmax_across_exchange_smem_kernel`) keeps each
+program's slice in shared memory while the program waits for the other slices of its strip:
+three 64 KiB slices per SM, about 25 MiB of the 128 MiB tensor waiting on the GPU at a time.
+The register file (256 KiB per SM) holds only the few registers the kernel needs. Here each
+slice is longer: BLOCK_R positions go to shared memory by cp.async as in the reference, and
+REG_R more positions are loaded into registers and wait there. So a strip has fewer slices
+(fewer siblings to wait for), and more bytes wait per SM. After the merge the shared-memory
+chunks are normalised and stored first; then the register part is written into the freed
+shared memory and goes out through the same chunk loop (its transposing store needs shared
+memory anyway). Each variant is compared with a float64 softmax before it is timed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+from triton.experimental.gluon.language.nvidia.ampere import async_copy  # noqa: E402
+
+LOG2E = gl.constexpr(1.4426950408889634)
+
+
+@gluon.jit
+def _normalize_store(x, out_ptr, r_first, i, n_i, n_r, m_all, inv_s, stride_oi, stride_or,
+                     LOAD: gl.constexpr, ROWS: gl.constexpr, num_warps: gl.constexpr,
+                     EVEN_R: gl.constexpr, OUT_ALONG_R: gl.constexpr):
+    """One chunk x (ROWS positions from r_first, in LOAD layout): y = exp(x - M) / S, stored
+    along the output's contiguous dimension (as the reference's step 4)."""
+    STORE: gl.constexpr = gl.BlockedLayout([8, 1], [ROWS // 8, 256 // ROWS], [1, num_warps],
+                                           [0, 1])
+    y = gl.exp2((x.to(gl.float32) - m_all[None, :]) * LOG2E) * inv_s[None, :]
+    y = y.to(out_ptr.dtype.element_ty)
+    if OUT_ALONG_R:
+        i_o = gl.convert_layout(i, gl.SliceLayout(0, STORE))
+        r_o = r_first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, STORE)).to(gl.int64)
+        keep = (i_o < n_i)[None, :] & ((r_o < n_r)[:, None] if not EVEN_R else True)
+        gl.store(out_ptr + i_o[None, :] * stride_oi + r_o[:, None], gl.convert_layout(y, STORE),
+                 mask=keep)
+    else:
+        r_x = r_first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+        keep = (i < n_i)[None, :] & ((r_x < n_r)[:, None] if not EVEN_R else True)
+        gl.store(out_ptr + i[None, :] + r_x[:, None] * stride_or, y, mask=keep)
+
+
+@gluon.jit
+def _load_regs(x_ptr, i, i_copy, r_first, n_r, runs_xr, LOAD: gl.constexpr,
+               ROWS: gl.constexpr, VEC: gl.constexpr):
+    """ROWS positions from r_first into registers; positions past n_r read as -inf."""
+    r = r_first + gl.arange(0, ROWS, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    return gl.load(x_ptr + i[None, :] + r[:, None] * (runs_xr * VEC),
+                   mask=(r < n_r)[:, None] & i_copy[None, :], other=-float("inf"))
+
+
+@gluon.jit
+def exchange_regs_kernel(
+    x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, runs_xr, stride_oi, stride_or, n_slices,
+    BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, REG_CHUNKS: gl.constexpr,
+    CHUNK_R: gl.constexpr, SLICES: gl.constexpr, VEC: gl.constexpr, EVEN_R: gl.constexpr,
+    OUT_ALONG_R: gl.constexpr, num_warps: gl.constexpr,
+):
+    """The reference's softmax_across_exchange_smem_kernel, with a slice of BLOCK_R positions
+    in shared memory followed by REG_CHUNKS (0 to 4) chunks of REG_ROWS positions in
+    registers (8 KiB of 16-bit values each: the scratch their transposing store needs)."""
+    TPW_I: gl.constexpr = BLOCK_I // VEC
+    LOAD: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    STATS: gl.constexpr = gl.BlockedLayout([1, 1], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, 1, 1, [1, 0])
+    NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
+    PAIR: gl.constexpr = 2 if NCHUNK > 1 else 1
+    REG_ROWS: gl.constexpr = 4096 // BLOCK_I
+    SLICE_R: gl.constexpr = BLOCK_R + REG_CHUNKS * REG_ROWS
+
+    ticket = gl.atomic_add(counters_ptr, 1)
+    strip = (ticket // n_slices).to(gl.int64)
+    slice_id = (ticket % n_slices).to(gl.int64)
+    r0 = slice_id * SLICE_R
+    rg = r0 + BLOCK_R  # the register part's first position
+    tile = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, CHUNK_R, BLOCK_I], SMEM)
+
+    # 1. The shared-memory part by cp.async, one group per chunk; then the register part by
+    #    plain loads (in flight together with the copies).
+    i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
+    rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    i_copy = gl.max_constancy((i - i % VEC) < n_i, [VEC])
+    for cc in gl.static_range(NCHUNK):
+        r = r0 + cc * CHUNK_R + rc
+        async_copy.async_copy_global_to_shared(tile.index(cc),
+                                               x_ptr + i[None, :] + r[:, None] * (runs_xr * VEC),
+                                               mask=(r < n_r)[:, None] & i_copy[None, :])
+        async_copy.commit_group()
+    if REG_CHUNKS > 0:
+        xr0 = _load_regs(x_ptr, i, i_copy, rg, n_r, runs_xr, LOAD, REG_ROWS, VEC)
+    if REG_CHUNKS > 1:
+        xr1 = _load_regs(x_ptr, i, i_copy, rg + REG_ROWS, n_r, runs_xr, LOAD, REG_ROWS, VEC)
+    if REG_CHUNKS > 2:
+        xr2 = _load_regs(x_ptr, i, i_copy, rg + 2 * REG_ROWS, n_r, runs_xr, LOAD, REG_ROWS, VEC)
+    if REG_CHUNKS > 3:
+        xr3 = _load_regs(x_ptr, i, i_copy, rg + 3 * REG_ROWS, n_r, runs_xr, LOAD, REG_ROWS, VEC)
+
+    # 2. Max and sum over both parts.
+    m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), x_ptr.dtype.element_ty, layout=LOAD)
+    for cw in gl.static_range(NCHUNK):
+        async_copy.wait_group(NCHUNK - 1 - cw)
+        gl.thread_barrier()
+        xm = tile.index(cw).load(LOAD)
+        if not EVEN_R:
+            xm = gl.where((r0 + cw * CHUNK_R + rc < n_r)[:, None], xm, -float("inf"))
+        m2 = gl.maximum(m2, xm).to(m2.dtype)
+    m = gl.max(m2, axis=0).to(gl.float32)
+    if REG_CHUNKS > 0:
+        mr = xr0
+        if REG_CHUNKS > 1:
+            mr = gl.maximum(mr, xr1).to(mr.dtype)
+        if REG_CHUNKS > 2:
+            mr = gl.maximum(mr, xr2).to(mr.dtype)
+        if REG_CHUNKS > 3:
+            mr = gl.maximum(mr, xr3).to(mr.dtype)
+        m = gl.maximum(m, gl.max(mr, axis=0).to(gl.float32))
+    shift = gl.where(m == -float("inf"), 0.0, m)
+    s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
+    for c2 in range(NCHUNK // PAIR):
+        for h in gl.static_range(PAIR):
+            c = PAIR * c2 + h
+            p = gl.exp2((tile.index(c).load(LOAD).to(gl.float32) - shift[None, :]) * LOG2E)
+            if not EVEN_R:
+                p = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
+            s2 += p
+    s = gl.sum(s2, axis=0)
+    if REG_CHUNKS > 0:  # positions past n_r hold -inf: exp2(-inf) = 0
+        sr = gl.exp2((xr0.to(gl.float32) - shift[None, :]) * LOG2E)
+        if REG_CHUNKS > 1:
+            sr += gl.exp2((xr1.to(gl.float32) - shift[None, :]) * LOG2E)
+        if REG_CHUNKS > 2:
+            sr += gl.exp2((xr2.to(gl.float32) - shift[None, :]) * LOG2E)
+        if REG_CHUNKS > 3:
+            sr += gl.exp2((xr3.to(gl.float32) - shift[None, :]) * LOG2E)
+        s += gl.sum(sr, axis=0)
+    slot = slice_id * n_i + i
+    gl.store(stats_ptr + slot, m, mask=i < n_i)
+    gl.store(stats_ptr + n_slices * n_i + slot, s, mask=i < n_i)
+
+    # 3. Count in, wait, merge (as the reference).
+    gl.thread_barrier()
+    arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    while arrived < n_slices:
+        arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
+    i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STATS)).to(gl.int64)
+    ok = (k < n_slices) & (i_s < n_i)[None, :]
+    m_k = gl.load(stats_ptr + k * n_i + i_s[None, :], mask=ok, other=-float("inf"),
+                  cache_modifier=".cg")
+    s_k = gl.load(stats_ptr + (n_slices + k) * n_i + i_s[None, :], mask=ok, other=0.0,
+                  cache_modifier=".cg")
+    m_all = gl.max(m_k, axis=0)
+    shift_all = gl.where(m_all == -float("inf"), 0.0, m_all)
+    s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+    m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
+    inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
+
+    # 4. The register part first (its registers are free once it is out), then the
+    #    shared-memory part chunk by chunk.
+    if REG_CHUNKS > 0:
+        _normalize_store(xr0, out_ptr, rg, i, n_i, n_r, m_all, inv_s, stride_oi, stride_or,
+                         LOAD, REG_ROWS, num_warps, EVEN_R, OUT_ALONG_R)
+    if REG_CHUNKS > 1:
+        _normalize_store(xr1, out_ptr, rg + REG_ROWS, i, n_i, n_r, m_all, inv_s, stride_oi,
+                         stride_or, LOAD, REG_ROWS, num_warps, EVEN_R, OUT_ALONG_R)
+    if REG_CHUNKS > 2:
+        _normalize_store(xr2, out_ptr, rg + 2 * REG_ROWS, i, n_i, n_r, m_all, inv_s, stride_oi,
+                         stride_or, LOAD, REG_ROWS, num_warps, EVEN_R, OUT_ALONG_R)
+    if REG_CHUNKS > 3:
+        _normalize_store(xr3, out_ptr, rg + 3 * REG_ROWS, i, n_i, n_r, m_all, inv_s, stride_oi,
+                         stride_or, LOAD, REG_ROWS, num_warps, EVEN_R, OUT_ALONG_R)
+    for c2 in range(NCHUNK // PAIR):
+        for h in gl.static_range(PAIR):
+            c = PAIR * c2 + h
+            _normalize_store(tile.index(c).load(LOAD), out_ptr, r0 + c * CHUNK_R, i, n_i, n_r,
+                             m_all, inv_s, stride_oi, stride_or, LOAD, CHUNK_R, num_warps,
+                             EVEN_R, OUT_ALONG_R)
+
+
+# (BLOCK_R in shared memory, REG_CHUNKS in registers, BLOCK_I rows per strip, warps).
+# REG_CHUNKS = 0 is the reference's kernel, a check that this copy times as the reference.
+VARIANTS = {
+    "long": ((512, 0, 64, 8), (512, 1, 64, 8), (512, 2, 64, 8), (512, 4, 64, 8),
+             (512, 2, 64, 4), (512, 4, 64, 4)),
+    "short": ((1024, 0, 32, 4), (1024, 1, 32, 4), (1024, 2, 32, 4), (1024, 4, 32, 4),
+              (512, 2, 64, 8), (512, 4, 64, 8)),
+}
+
+
+def slice_positions(variant) -> int:
+    block_r, reg_chunks, block_i, _ = variant
+    return block_r + reg_chunks * (4096 // block_i)
+SHAPES = ((4096, 16384), (8192, 8192), (16384, 4096), (32768, 2048))  # (width, rows): 2^26
+
+
+def max_registers(warps: int, programs: int = 3) -> int:
+    """The most registers a thread may take so that `programs` programs fit an SM (ptxas takes
+    more than it needs when nothing caps it: 122 at 8 warps, which leaves room for two)."""
+    return min(255, 65536 // (programs * 32 * warps) // 8 * 8)
+
+
+def launch(x, variant):
+    import torch
+
+    from references import strided_softmax as ss
+
+    block_r, reg_chunks, block_i, warps = variant
+    p = ss.plan(x, smem=True)  # the reference's roles and strides; the tile is ours
+    n_slices = ss.cdiv(p.n_r, slice_positions(variant))
+    strips = ss.cdiv(p.n_i, block_i)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    stats = torch.empty((2, n_slices, p.n_i), dtype=torch.float32, device=x.device)
+    counters = torch.zeros(1 + strips, dtype=torch.int32, device=x.device)
+    exchange_regs_kernel[(strips * n_slices,)](
+        x, out, stats, counters, p.n_i, p.n_r, p.stride_xr // (16 // x.element_size()),
+        p.stride_oi, p.stride_or, n_slices, BLOCK_I=block_i, BLOCK_R=block_r,
+        REG_CHUNKS=reg_chunks,
+        CHUNK_R=ss._SMEM_CHUNK, SLICES=ss._pow2(n_slices), VEC=16 // x.element_size(),
+        EVEN_R=p.n_r % slice_positions(variant) == 0, OUT_ALONG_R=p.stride_or == 1, num_warps=warps,
+        maxnreg=max_registers(warps))
+    return out
+
+
+def time_all() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+    from tools._timing import graph_medians_us
+
+    plan = harness.PLANS["sweep"]
+    for dtype in (torch.float16, torch.bfloat16):
+        for width, rows in SHAPES:
+            x = torch.randn(width, rows, device="cuda", dtype=dtype).t()  # a transposed view
+            x[:, :: 7] *= 30  # some rows with a wide range
+            expected = torch.softmax(x.double(), dim=-1)
+            dst = torch.empty_like(x.t())
+            calls = {"copy": lambda: dst.copy_(x.t()), "reference": lambda: ss.softmax(x)}
+            for variant in VARIANTS["short" if width <= 4096 else "long"]:
+                label = "smem %d + regs %d, block_i %d, %d warps" % (
+                    variant[0], slice_positions(variant) - variant[0], *variant[2:])
+                try:
+                    got = launch(x, variant).double()
+                except Exception as exc:  # noqa: BLE001 - a diagnostic reports and goes on
+                    print(f"   {label}: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+                    continue
+                err = (got - expected).abs()
+                allowed = 2 * torch.finfo(dtype).eps * expected.abs() + (
+                    6e-8 if dtype == torch.float16 else 1e-30)
+                fits = "ok" if bool((err <= allowed).all()) else "OUT OF TOLERANCE"
+                calls[f"{label} max|err| {err.max().item():.1e} {fits}"] = \
+                    lambda variant=variant: launch(x, variant)
+            medians = graph_medians_us(calls.values(), plan)
+            print(f"\n{rows} x {width} {str(dtype)[6:]} transposed (graph timing)", flush=True)
+            for label, us in zip(calls, medians, strict=True):
+                print(f"   {us:8.1f} us  {medians[0] / us:5.2f} of copy  {label}", flush=True)
+    return 0
+
+
+def sass_all() -> int:
+    from references import strided_softmax as ss
+    from tools.compile_sm90 import compile_sm90, resources
+
+    for variant in sorted({v for vs in VARIANTS.values() for v in vs}):
+        block_r, reg_chunks, block_i, warps = variant
+        reg_r = slice_positions(variant) - block_r
+        constants = dict(BLOCK_I=block_i, BLOCK_R=block_r, REG_CHUNKS=reg_chunks,
+                         CHUNK_R=ss._SMEM_CHUNK,
+                         SLICES=64, VEC=8, EVEN_R=False, OUT_ALONG_R=True, num_warps=warps)
+        types = {"x_ptr": "*fp16", "out_ptr": "*fp16", "stats_ptr": "*fp32",
+                 "counters_ptr": "*i32"}
+        k = compile_sm90(exchange_regs_kernel, constants, types,
+                         {"stride_oi", "n_r", "n_i", "runs_xr"}, warps, gluon=True,
+                         maxnreg=max_registers(warps))
+        r = resources(k)
+        per_sm = min(65536 // (r["registers"] * 32 * warps), 232448 // (r["shared"] + 1024))
+        print(f"smem {block_r:4d} + regs {reg_r:4d}, block_i {block_i}, {warps} warps: "
+              f"{r['registers']:3d} regs, {r['stack']:3d} B spilled, {r['shared']:6d} B shared;"
+              f" {per_sm} programs per SM, {per_sm * (block_r + reg_r) * block_i * 2 // 1024}"
+              f" KiB of slices per SM", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(time_all() if sys.argv[1:] == ["time"] else sass_all())
