@@ -188,6 +188,110 @@ def exchange_regs_kernel(
                              EVEN_R, OUT_ALONG_R)
 
 
+@gluon.jit
+def _copy_slice_chunk(tile, c, x_ptr, t, n_tickets, n_slices, n_i, n_r, runs_xr,
+                      LOAD: gl.constexpr, BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr,
+                      CHUNK_R: gl.constexpr, VEC: gl.constexpr):
+    """cp.async of chunk c of ticket t's slice into tile.index(c), as one commit group (an
+    empty group when t is past the last ticket, so that every trip commits the same count)."""
+    strip = (t // n_slices).to(gl.int64)
+    r = (t % n_slices).to(gl.int64) * BLOCK_R + c * CHUNK_R + \
+        gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
+    i_copy = gl.max_constancy((i - i % VEC) < n_i, [VEC])
+    async_copy.async_copy_global_to_shared(
+        tile.index(c), x_ptr + i[None, :] + r[:, None] * (runs_xr * VEC),
+        mask=((r < n_r) & (t < n_tickets))[:, None] & i_copy[None, :])
+    async_copy.commit_group()
+
+
+@gluon.jit
+def exchange_persistent_kernel(
+    x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, runs_xr, stride_oi, stride_or, n_slices,
+    n_tickets, BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, CHUNK_R: gl.constexpr,
+    SLICES: gl.constexpr, VEC: gl.constexpr, EVEN_R: gl.constexpr, OUT_ALONG_R: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """The reference's exchange as a persistent loop over tickets: after the merge a program
+    takes its next ticket, and as each chunk of the current slice leaves shared memory for the
+    output pass, the same chunk of the next slice is copied in behind it. The next slice's
+    reads then overlap this slice's writes, with no more shared memory than the reference."""
+    TPW_I: gl.constexpr = BLOCK_I // VEC
+    LOAD: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    STATS: gl.constexpr = gl.BlockedLayout([1, 1], [32 // TPW_I, TPW_I], [num_warps, 1], [1, 0])
+    SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, 1, 1, [1, 0])
+    NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
+    PAIR: gl.constexpr = 2 if NCHUNK > 1 else 1
+
+    tile = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, CHUNK_R, BLOCK_I], SMEM)
+    rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    t = gl.atomic_add(counters_ptr, 1)
+    for cc in gl.static_range(NCHUNK):
+        _copy_slice_chunk(tile, cc, x_ptr, t, n_tickets, n_slices, n_i, n_r, runs_xr, LOAD,
+                          BLOCK_I, BLOCK_R, CHUNK_R, VEC)
+    while t < n_tickets:
+        strip = (t // n_slices).to(gl.int64)
+        slice_id = (t % n_slices).to(gl.int64)
+        r0 = slice_id * BLOCK_R
+        i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
+
+        # Max and sum of this slice (its copies were issued a trip earlier, chunk by chunk).
+        m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), x_ptr.dtype.element_ty, layout=LOAD)
+        for cw in gl.static_range(NCHUNK):
+            async_copy.wait_group(NCHUNK - 1 - cw)
+            gl.thread_barrier()
+            xm = tile.index(cw).load(LOAD)
+            if not EVEN_R:
+                xm = gl.where((r0 + cw * CHUNK_R + rc < n_r)[:, None], xm, -float("inf"))
+            m2 = gl.maximum(m2, xm).to(m2.dtype)
+        m = gl.max(m2, axis=0).to(gl.float32)
+        shift = gl.where(m == -float("inf"), 0.0, m)
+        s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
+        for c2 in range(NCHUNK // PAIR):
+            for h in gl.static_range(PAIR):
+                c = PAIR * c2 + h
+                p = gl.exp2((tile.index(c).load(LOAD).to(gl.float32) - shift[None, :]) * LOG2E)
+                if not EVEN_R:
+                    p = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
+                s2 += p
+        slot = slice_id * n_i + i
+        gl.store(stats_ptr + slot, m, mask=i < n_i)
+        gl.store(stats_ptr + n_slices * n_i + slot, gl.sum(s2, axis=0), mask=i < n_i)
+
+        # Count in, wait, merge (as the reference).
+        gl.thread_barrier()
+        arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+        while arrived < n_slices:
+            arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+        k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
+        i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I,
+                                          layout=gl.SliceLayout(0, STATS)).to(gl.int64)
+        ok = (k < n_slices) & (i_s < n_i)[None, :]
+        m_k = gl.load(stats_ptr + k * n_i + i_s[None, :], mask=ok, other=-float("inf"),
+                      cache_modifier=".cg")
+        s_k = gl.load(stats_ptr + (n_slices + k) * n_i + i_s[None, :], mask=ok, other=0.0,
+                      cache_modifier=".cg")
+        m_all = gl.max(m_k, axis=0)
+        shift_all = gl.where(m_all == -float("inf"), 0.0, m_all)
+        s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+        m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
+        inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
+
+        # The next ticket; each chunk leaves for the output and the next slice's chunk takes
+        # its place.
+        t_next = gl.atomic_add(counters_ptr, 1)
+        for c in range(NCHUNK):
+            x = tile.index(c).load(LOAD)
+            gl.thread_barrier()  # every lane holds its part of chunk c: it may be overwritten
+            _copy_slice_chunk(tile, c, x_ptr, t_next, n_tickets, n_slices, n_i, n_r, runs_xr,
+                              LOAD, BLOCK_I, BLOCK_R, CHUNK_R, VEC)
+            _normalize_store(x, out_ptr, r0 + c * CHUNK_R, i, n_i, n_r, m_all, inv_s,
+                             stride_oi, stride_or, LOAD, CHUNK_R, num_warps, EVEN_R,
+                             OUT_ALONG_R)
+        t = t_next
+    async_copy.wait_group(0)
+
+
 # (BLOCK_R in shared memory, REG_CHUNKS in registers, BLOCK_I rows per strip, warps).
 # REG_CHUNKS = 0 is the reference's kernel, a check that this copy times as the reference.
 VARIANTS = {
@@ -232,7 +336,36 @@ def launch(x, variant):
     return out
 
 
-def time_all() -> int:
+# (BLOCK_R, BLOCK_I, warps, programs per SM) of the persistent kernel: the reference's two
+# slices, and 32 KiB slices five to an SM.
+PERSISTENT = {"long": ((512, 64, 8, 3), (512, 64, 4, 3), (256, 64, 4, 5), (512, 32, 4, 5)),
+              "short": ((1024, 32, 4, 3), (512, 32, 4, 5), (256, 64, 4, 5))}
+
+
+def launch_persistent(x, variant):
+    import torch
+
+    from references import strided_softmax as ss
+
+    block_r, block_i, warps, per_sm = variant
+    p = ss.plan(x, smem=True)
+    n_slices = ss.cdiv(p.n_r, block_r)
+    strips = ss.cdiv(p.n_i, block_i)
+    tickets = strips * n_slices
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    stats = torch.empty((2, n_slices, p.n_i), dtype=torch.float32, device=x.device)
+    counters = torch.zeros(1 + strips, dtype=torch.int32, device=x.device)
+    grid = min(tickets, per_sm * ss.sm_count(x.device.index or 0))
+    exchange_persistent_kernel[(grid,)](
+        x, out, stats, counters, p.n_i, p.n_r, p.stride_xr // (16 // x.element_size()),
+        p.stride_oi, p.stride_or, n_slices, tickets, BLOCK_I=block_i, BLOCK_R=block_r,
+        CHUNK_R=ss._SMEM_CHUNK, SLICES=ss._pow2(n_slices), VEC=16 // x.element_size(),
+        EVEN_R=p.n_r % block_r == 0, OUT_ALONG_R=p.stride_or == 1, num_warps=warps,
+        maxnreg=max_registers(warps, per_sm))
+    return out
+
+
+def time_all(mode: str) -> int:
     import torch
 
     from benchmarks import harness
@@ -247,11 +380,16 @@ def time_all() -> int:
             expected = torch.softmax(x.double(), dim=-1)
             dst = torch.empty_like(x.t())
             calls = {"copy": lambda: dst.copy_(x.t()), "reference": lambda: ss.softmax(x)}
-            for variant in VARIANTS["short" if width <= 4096 else "long"]:
-                label = "smem %d + regs %d, block_i %d, %d warps" % (
-                    variant[0], slice_positions(variant) - variant[0], *variant[2:])
+            if mode == "regs":
+                variants = [("smem %d + regs %d, block_i %d, %d warps" % (
+                    v[0], slice_positions(v) - v[0], *v[2:]), launch, v)
+                    for v in VARIANTS["short" if width <= 4096 else "long"]]
+            else:
+                variants = [("persistent %d x %d, %d warps, %d per SM" % v, launch_persistent, v)
+                            for v in PERSISTENT["short" if width <= 4096 else "long"]]
+            for label, launcher, variant in variants:
                 try:
-                    got = launch(x, variant).double()
+                    got = launcher(x, variant).double()
                 except Exception as exc:  # noqa: BLE001 - a diagnostic reports and goes on
                     print(f"   {label}: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
                     continue
@@ -260,7 +398,7 @@ def time_all() -> int:
                     6e-8 if dtype == torch.float16 else 1e-30)
                 fits = "ok" if bool((err <= allowed).all()) else "OUT OF TOLERANCE"
                 calls[f"{label} max|err| {err.max().item():.1e} {fits}"] = \
-                    lambda variant=variant: launch(x, variant)
+                    lambda launcher=launcher, variant=variant: launcher(x, variant)
             medians = graph_medians_us(calls.values(), plan)
             print(f"\n{rows} x {width} {str(dtype)[6:]} transposed (graph timing)", flush=True)
             for label, us in zip(calls, medians, strict=True):
@@ -289,8 +427,24 @@ def sass_all() -> int:
               f"{r['registers']:3d} regs, {r['stack']:3d} B spilled, {r['shared']:6d} B shared;"
               f" {per_sm} programs per SM, {per_sm * (block_r + reg_r) * block_i * 2 // 1024}"
               f" KiB of slices per SM", flush=True)
+    for variant in sorted({v for vs in PERSISTENT.values() for v in vs}):
+        block_r, block_i, warps, per_sm = variant
+        constants = dict(BLOCK_I=block_i, BLOCK_R=block_r, CHUNK_R=ss._SMEM_CHUNK, SLICES=64,
+                         VEC=8, EVEN_R=True, OUT_ALONG_R=True, num_warps=warps)
+        types = {"x_ptr": "*fp16", "out_ptr": "*fp16", "stats_ptr": "*fp32",
+                 "counters_ptr": "*i32"}
+        k = compile_sm90(exchange_persistent_kernel, constants, types,
+                         {"stride_oi", "n_r", "n_i", "runs_xr"}, warps, gluon=True,
+                         maxnreg=max_registers(warps, per_sm))
+        r = resources(k)
+        fits = min(65536 // (r["registers"] * 32 * warps), 232448 // (r["shared"] + 1024))
+        print(f"persistent {block_r} x {block_i}, {warps} warps: {r['registers']:3d} regs, "
+              f"{r['stack']:3d} B spilled, {r['shared']:6d} B shared; {fits} programs fit an "
+              f"SM, {per_sm} launched per SM", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(time_all() if sys.argv[1:] == ["time"] else sass_all())
+    if sys.argv[1:2] == ["time"]:
+        sys.exit(time_all(sys.argv[2] if len(sys.argv) > 2 else "persistent"))
+    sys.exit(sass_all())
