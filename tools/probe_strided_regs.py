@@ -406,6 +406,30 @@ def time_all(mode: str) -> int:
     return 0
 
 
+def time_waves() -> int:
+    """The reference on transposed views of a fixed width and a growing number of strips (64
+    rows each): if the waves of programs run in lockstep, time grows in steps of one wave."""
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+    from tools._timing import graph_medians_us
+
+    plan = harness.PLANS["sweep"]
+    for width in (8192, 32768):
+        strips = list(range(2, 41, 2))
+        xs = [torch.randn(width, 64 * n, device="cuda", dtype=torch.float16).t() for n in strips]
+        medians = graph_medians_us([lambda x=x: ss.softmax(x) for x in xs], plan)
+        p = ss.plan(xs[0])
+        per_wave = 3 * ss.sm_count(0) // p.splits
+        print(f"\nwidth {width} float16 transposed, slices of {p.block_r} x {p.block_i}: "
+              f"{p.splits} per strip, {per_wave} whole strips per wave of 3 programs per SM")
+        for n, us in zip(strips, medians, strict=True):
+            print(f"   {n:3d} strips ({n / per_wave:5.2f} waves) {us:8.1f} us  {us / n:6.2f} us "
+                  f"per strip", flush=True)
+    return 0
+
+
 def sass_all() -> int:
     from references import strided_softmax as ss
     from tools.compile_sm90 import compile_sm90, resources
@@ -445,6 +469,8 @@ def sass_all() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["time", "waves"]:
+        sys.exit(time_waves())
     if sys.argv[1:2] == ["time"]:
         sys.exit(time_all(sys.argv[2] if len(sys.argv) > 2 else "persistent"))
     sys.exit(sass_all())
