@@ -30,6 +30,14 @@ LOG2E = gl.constexpr(1.4426950408889634)
 
 
 @gluon.jit
+def _stamp(times_ptr, slot, dummy):
+    """Write the global timer (ns) and this program's SM to times_ptr[slot], [slot + 1]."""
+    now = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [dummy],
+                                    dtype=gl.int64, is_pure=False, pack=1)
+    gl.store(times_ptr + slot, now)
+
+
+@gluon.jit
 def _normalize_store(x, out_ptr, r_first, i, n_i, n_r, m_all, inv_s, stride_oi, stride_or,
                      LOAD: gl.constexpr, ROWS: gl.constexpr, num_warps: gl.constexpr,
                      EVEN_R: gl.constexpr, OUT_ALONG_R: gl.constexpr):
@@ -63,9 +71,10 @@ def _load_regs(x_ptr, i, i_copy, r_first, n_r, runs_xr, LOAD: gl.constexpr,
 @gluon.jit
 def exchange_regs_kernel(
     x_ptr, out_ptr, stats_ptr, counters_ptr, n_i, n_r, runs_xr, stride_oi, stride_or, n_slices,
+    times_ptr,  # TIMED: int64 (tickets, 8): timer stamps of each program's phases, and its SM
     BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, REG_CHUNKS: gl.constexpr,
     CHUNK_R: gl.constexpr, SLICES: gl.constexpr, VEC: gl.constexpr, EVEN_R: gl.constexpr,
-    OUT_ALONG_R: gl.constexpr, num_warps: gl.constexpr,
+    OUT_ALONG_R: gl.constexpr, TIMED: gl.constexpr, num_warps: gl.constexpr,
 ):
     """The reference's softmax_across_exchange_smem_kernel, with a slice of BLOCK_R positions
     in shared memory followed by REG_CHUNKS (0 to 4) chunks of REG_ROWS positions in
@@ -79,7 +88,17 @@ def exchange_regs_kernel(
     REG_ROWS: gl.constexpr = 4096 // BLOCK_I
     SLICE_R: gl.constexpr = BLOCK_R + REG_CHUNKS * REG_ROWS
 
+    if TIMED:
+        start = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [n_i],
+                                          dtype=gl.int64, is_pure=False, pack=1)
     ticket = gl.atomic_add(counters_ptr, 1)
+    if TIMED:
+        row = ticket.to(gl.int64) * 8
+        gl.store(times_ptr + row, start)
+        _stamp(times_ptr, row + 1, ticket)
+        smid = gl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [ticket],
+                                         dtype=gl.int32, is_pure=False, pack=1)
+        gl.store(times_ptr + row + 7, smid.to(gl.int64))
     strip = (ticket // n_slices).to(gl.int64)
     slice_id = (ticket % n_slices).to(gl.int64)
     r0 = slice_id * SLICE_R
@@ -115,6 +134,8 @@ def exchange_regs_kernel(
         if not EVEN_R:
             xm = gl.where((r0 + cw * CHUNK_R + rc < n_r)[:, None], xm, -float("inf"))
         m2 = gl.maximum(m2, xm).to(m2.dtype)
+    if TIMED:
+        _stamp(times_ptr, row + 2, ticket)  # every chunk has landed
     m = gl.max(m2, axis=0).to(gl.float32)
     if REG_CHUNKS > 0:
         mr = xr0
@@ -151,8 +172,12 @@ def exchange_regs_kernel(
     # 3. Count in, wait, merge (as the reference).
     gl.thread_barrier()
     arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    if TIMED:
+        _stamp(times_ptr, row + 3, arrived)  # this slice has counted in
     while arrived < n_slices:
         arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    if TIMED:
+        _stamp(times_ptr, row + 4, arrived)  # every slice of the strip has counted in
     k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
     i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STATS)).to(gl.int64)
     ok = (k < n_slices) & (i_s < n_i)[None, :]
@@ -186,6 +211,9 @@ def exchange_regs_kernel(
             _normalize_store(tile.index(c).load(LOAD), out_ptr, r0 + c * CHUNK_R, i, n_i, n_r,
                              m_all, inv_s, stride_oi, stride_or, LOAD, CHUNK_R, num_warps,
                              EVEN_R, OUT_ALONG_R)
+    if TIMED:
+        gl.thread_barrier()
+        _stamp(times_ptr, row + 5, ticket)  # every lane has issued its stores
 
 
 @gluon.jit
@@ -314,7 +342,7 @@ def max_registers(warps: int, programs: int = 3) -> int:
     return min(255, 65536 // (programs * 32 * warps) // 8 * 8)
 
 
-def launch(x, variant):
+def launch(x, variant, times=None):
     import torch
 
     from references import strided_softmax as ss
@@ -328,11 +356,12 @@ def launch(x, variant):
     counters = torch.zeros(1 + strips, dtype=torch.int32, device=x.device)
     exchange_regs_kernel[(strips * n_slices,)](
         x, out, stats, counters, p.n_i, p.n_r, p.stride_xr // (16 // x.element_size()),
-        p.stride_oi, p.stride_or, n_slices, BLOCK_I=block_i, BLOCK_R=block_r,
+        p.stride_oi, p.stride_or, n_slices, counters if times is None else times,
+        BLOCK_I=block_i, BLOCK_R=block_r, TIMED=times is not None,
         REG_CHUNKS=reg_chunks,
         CHUNK_R=ss._SMEM_CHUNK, SLICES=ss._pow2(n_slices), VEC=16 // x.element_size(),
         EVEN_R=p.n_r % slice_positions(variant) == 0, OUT_ALONG_R=p.stride_or == 1, num_warps=warps,
-        maxnreg=max_registers(warps))
+        **({} if reg_chunks == 0 else {"maxnreg": max_registers(warps)}))
     return out
 
 
@@ -430,6 +459,56 @@ def time_waves() -> int:
     return 0
 
 
+PHASES = ("ticket", "load", "stats", "wait", "output")  # between stamps 0..5
+
+
+def time_timeline() -> int:
+    """Each program of the reference kernel stamps the global timer at six points (start,
+    ticket taken, slice landed, counted in, strip complete, stores issued): where does a
+    program's time go, and what are the programs on the GPU doing at each moment?"""
+    import torch
+
+    from references import strided_softmax as ss
+
+    for width, rows in ((4096, 16384), (8192, 8192), (32768, 2048)):
+        x = torch.randn(width, rows, device="cuda", dtype=torch.float16).t()
+        variant = (1024, 0, 32, 4) if width <= 4096 else (512, 0, 64, 8)
+        tickets = ss.cdiv(rows, variant[2]) * ss.cdiv(width, variant[0])
+        times = torch.zeros((tickets, 8), dtype=torch.int64, device="cuda")
+        for _ in range(3):  # the last of three calls is read
+            times.zero_()
+            got = launch(x, variant, times)
+        torch.cuda.synchronize()
+        err = (got.double() - torch.softmax(x.double(), dim=-1)).abs().max().item()
+        t = times.cpu()
+        stamps = (t[:, :6] - t[:, 0].min()).double() / 1e3  # us from the first start
+        span = stamps[:, 5].max().item()
+        print(f"\n{rows} x {width} float16 transposed, slices {variant[0]} x {variant[2]}, "
+              f"{variant[3]} warps: {tickets} programs on {t[:, 7].unique().numel()} SMs, "
+              f"span {span:.1f} us (max|err| {err:.1e})")
+        d = stamps[:, 1:] - stamps[:, :-1]
+        for k, name in enumerate(PHASES):
+            q = torch.quantile(d[:, k], torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64))
+            print(f"   {name:7s} mean {d[:, k].mean():6.2f} us  p10 {q[0]:6.2f}  p50 {q[1]:6.2f}"
+                  f"  p90 {q[2]:6.2f}")
+        life = stamps[:, 5] - stamps[:, 0]
+        print(f"   whole   mean {life.mean():6.2f} us; programs x mean life / span = "
+              f"{tickets * life.mean() / span:5.1f} programs alive on average")
+        per_strip = ss.cdiv(width, variant[0])
+        starts = stamps[:, 1].reshape(-1, per_strip)
+        print(f"   a strip's tickets taken over {(starts.max(1).values - starts.min(1).values).mean():.2f}"
+              f" us on average ({per_strip} slices)")
+        # What the programs alive are doing, in buckets of span / 24.
+        edges = torch.linspace(0, span, 25, dtype=torch.float64)
+        print("   from-to us:   alive " + " ".join(f"{n:>7s}" for n in PHASES))
+        for a, b in zip(edges[:-1], edges[1:], strict=True):
+            mid = (a + b) / 2
+            phase = [((stamps[:, k] <= mid) & (mid < stamps[:, k + 1])).sum().item()
+                     for k in range(5)]
+            print(f"   {a:5.1f}-{b:5.1f}: {sum(phase):6d} " + " ".join(f"{n:7d}" for n in phase))
+    return 0
+
+
 def sass_all() -> int:
     from references import strided_softmax as ss
     from tools.compile_sm90 import compile_sm90, resources
@@ -438,7 +517,7 @@ def sass_all() -> int:
         block_r, reg_chunks, block_i, warps = variant
         reg_r = slice_positions(variant) - block_r
         constants = dict(BLOCK_I=block_i, BLOCK_R=block_r, REG_CHUNKS=reg_chunks,
-                         CHUNK_R=ss._SMEM_CHUNK,
+                         CHUNK_R=ss._SMEM_CHUNK, TIMED=False,
                          SLICES=64, VEC=8, EVEN_R=False, OUT_ALONG_R=True, num_warps=warps)
         types = {"x_ptr": "*fp16", "out_ptr": "*fp16", "stats_ptr": "*fp32",
                  "counters_ptr": "*i32"}
@@ -471,6 +550,8 @@ def sass_all() -> int:
 if __name__ == "__main__":
     if sys.argv[1:] == ["time", "waves"]:
         sys.exit(time_waves())
+    if sys.argv[1:] == ["time", "timeline"]:
+        sys.exit(time_timeline())
     if sys.argv[1:2] == ["time"]:
         sys.exit(time_all(sys.argv[2] if len(sys.argv) > 2 else "persistent"))
     sys.exit(sass_all())
