@@ -74,7 +74,9 @@ def exchange_regs_kernel(
     times_ptr,  # TIMED: int64 (tickets, 8): timer stamps of each program's phases, and its SM
     BLOCK_I: gl.constexpr, BLOCK_R: gl.constexpr, REG_CHUNKS: gl.constexpr,
     CHUNK_R: gl.constexpr, SLICES: gl.constexpr, VEC: gl.constexpr, EVEN_R: gl.constexpr,
-    OUT_ALONG_R: gl.constexpr, TIMED: gl.constexpr, num_warps: gl.constexpr,
+    OUT_ALONG_R: gl.constexpr, TIMED: gl.constexpr, PAD: gl.constexpr = 1,
+    SPIN_LOAD: gl.constexpr = False, TICKET_SEM: gl.constexpr = "acq_rel",
+    num_warps: gl.constexpr = 4,
 ):
     """The reference's softmax_across_exchange_smem_kernel, with a slice of BLOCK_R positions
     in shared memory followed by REG_CHUNKS (0 to 4) chunks of REG_ROWS positions in
@@ -91,7 +93,7 @@ def exchange_regs_kernel(
     if TIMED:
         start = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [n_i],
                                           dtype=gl.int64, is_pure=False, pack=1)
-    ticket = gl.atomic_add(counters_ptr, 1)
+    ticket = gl.atomic_add(counters_ptr, 1, sem=TICKET_SEM)  # (acq_rel: a fence before it)
     if TIMED:
         row = ticket.to(gl.int64) * 8
         gl.store(times_ptr + row, start)
@@ -171,11 +173,18 @@ def exchange_regs_kernel(
 
     # 3. Count in, wait, merge (as the reference).
     gl.thread_barrier()
-    arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    arrival = counters_ptr + PAD * (1 + strip)  # PAD: each strip's count in a line of its own
+    arrived = gl.atomic_add(arrival, 1, sem="acq_rel") + 1
     if TIMED:
         _stamp(times_ptr, row + 3, arrived)  # this slice has counted in
-    while arrived < n_slices:
-        arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    if SPIN_LOAD:  # poll with plain loads, then one fence for the acquire
+        while arrived < n_slices:
+            arrived = gl.load(arrival, volatile=True)
+        arrived = gl.inline_asm_elementwise("fence.acq_rel.gpu;\n mov.u32 $0, $1;", "=r,r",
+                                            [arrived], dtype=gl.int32, is_pure=False, pack=1)
+    else:
+        while arrived < n_slices:
+            arrived = gl.atomic_add(arrival, 0, sem="acquire")
     if TIMED:
         _stamp(times_ptr, row + 4, arrived)  # every slice of the strip has counted in
     k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
@@ -342,7 +351,8 @@ def max_registers(warps: int, programs: int = 3) -> int:
     return min(255, 65536 // (programs * 32 * warps) // 8 * 8)
 
 
-def launch(x, variant, times=None):
+def launch(x, variant, times=None, pad: int = 1, spin_load: bool = False,
+           ticket_sem: str = "acq_rel"):
     import torch
 
     from references import strided_softmax as ss
@@ -353,12 +363,12 @@ def launch(x, variant, times=None):
     strips = ss.cdiv(p.n_i, block_i)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     stats = torch.empty((2, n_slices, p.n_i), dtype=torch.float32, device=x.device)
-    counters = torch.zeros(1 + strips, dtype=torch.int32, device=x.device)
+    counters = torch.zeros(pad * (1 + strips), dtype=torch.int32, device=x.device)
     exchange_regs_kernel[(strips * n_slices,)](
         x, out, stats, counters, p.n_i, p.n_r, p.stride_xr // (16 // x.element_size()),
         p.stride_oi, p.stride_or, n_slices, counters if times is None else times,
-        BLOCK_I=block_i, BLOCK_R=block_r, TIMED=times is not None,
-        REG_CHUNKS=reg_chunks,
+        BLOCK_I=block_i, BLOCK_R=block_r, TIMED=times is not None, PAD=pad,
+        SPIN_LOAD=spin_load, TICKET_SEM=ticket_sem, REG_CHUNKS=reg_chunks,
         CHUNK_R=ss._SMEM_CHUNK, SLICES=ss._pow2(n_slices), VEC=16 // x.element_size(),
         EVEN_R=p.n_r % slice_positions(variant) == 0, OUT_ALONG_R=p.stride_or == 1, num_warps=warps,
         **({} if reg_chunks == 0 else {"maxnreg": max_registers(warps)}))
@@ -409,7 +419,16 @@ def time_all(mode: str) -> int:
             expected = torch.softmax(x.double(), dim=-1)
             dst = torch.empty_like(x.t())
             calls = {"copy": lambda: dst.copy_(x.t()), "reference": lambda: ss.softmax(x)}
-            if mode == "regs":
+            default = (1024, 0, 32, 4) if width <= 4096 else (512, 0, 64, 8)
+            if mode == "sync":
+                variants = [(f"pad {pad:2d}, spin on {'loads' if spin else 'atomics'}, "
+                             f"ticket {sem}",
+                             lambda x, v, pad=pad, spin=spin, sem=sem: launch(
+                                 x, v, pad=pad, spin_load=spin, ticket_sem=sem), default)
+                            for pad, spin, sem in ((1, False, "acq_rel"), (32, False, "acq_rel"),
+                                                   (1, True, "acq_rel"), (1, False, "relaxed"),
+                                                   (32, True, "relaxed"))]
+            elif mode == "regs":
                 variants = [("smem %d + regs %d, block_i %d, %d warps" % (
                     v[0], slice_positions(v) - v[0], *v[2:]), launch, v)
                     for v in VARIANTS["short" if width <= 4096 else "long"]]
@@ -462,7 +481,7 @@ def time_waves() -> int:
 PHASES = ("ticket", "load", "stats", "wait", "output")  # between stamps 0..5
 
 
-def time_timeline() -> int:
+def time_timeline(**flags) -> int:
     """Each program of the reference kernel stamps the global timer at six points (start,
     ticket taken, slice landed, counted in, strip complete, stores issued): where does a
     program's time go, and what are the programs on the GPU doing at each moment?"""
@@ -477,13 +496,13 @@ def time_timeline() -> int:
         times = torch.zeros((tickets, 8), dtype=torch.int64, device="cuda")
         for _ in range(3):  # the last of three calls is read
             times.zero_()
-            got = launch(x, variant, times)
+            got = launch(x, variant, times, **flags)
         torch.cuda.synchronize()
         err = (got.double() - torch.softmax(x.double(), dim=-1)).abs().max().item()
         t = times.cpu()
         stamps = (t[:, :6] - t[:, 0].min()).double() / 1e3  # us from the first start
         span = stamps[:, 5].max().item()
-        print(f"\n{rows} x {width} float16 transposed, slices {variant[0]} x {variant[2]}, "
+        print(f"\n{rows} x {width} float16 transposed, slices {variant[0]} x {variant[2]}, {flags}, "
               f"{variant[3]} warps: {tickets} programs on {t[:, 7].unique().numel()} SMs, "
               f"span {span:.1f} us (max|err| {err:.1e})")
         d = stamps[:, 1:] - stamps[:, :-1]
@@ -552,6 +571,8 @@ if __name__ == "__main__":
         sys.exit(time_waves())
     if sys.argv[1:] == ["time", "timeline"]:
         sys.exit(time_timeline())
+    if sys.argv[1:] == ["time", "timeline-padded"]:
+        sys.exit(time_timeline(pad=32, spin_load=True, ticket_sem="relaxed"))
     if sys.argv[1:2] == ["time"]:
         sys.exit(time_all(sys.argv[2] if len(sys.argv) > 2 else "persistent"))
     sys.exit(sass_all())
