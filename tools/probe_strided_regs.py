@@ -76,7 +76,7 @@ def exchange_regs_kernel(
     CHUNK_R: gl.constexpr, SLICES: gl.constexpr, VEC: gl.constexpr, EVEN_R: gl.constexpr,
     OUT_ALONG_R: gl.constexpr, TIMED: gl.constexpr, PAD: gl.constexpr = 1,
     SPIN_LOAD: gl.constexpr = False, TICKET_SEM: gl.constexpr = "acq_rel",
-    num_warps: gl.constexpr = 4,
+    ONLINE: gl.constexpr = 0, num_warps: gl.constexpr = 4,
 ):
     """The reference's softmax_across_exchange_smem_kernel, with a slice of BLOCK_R positions
     in shared memory followed by REG_CHUNKS (0 to 4) chunks of REG_ROWS positions in
@@ -127,46 +127,77 @@ def exchange_regs_kernel(
     if REG_CHUNKS > 3:
         xr3 = _load_regs(x_ptr, i, i_copy, rg + 3 * REG_ROWS, n_r, runs_xr, LOAD, REG_ROWS, VEC)
 
-    # 2. Max and sum over both parts.
-    m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), x_ptr.dtype.element_ty, layout=LOAD)
-    for cw in gl.static_range(NCHUNK):
-        async_copy.wait_group(NCHUNK - 1 - cw)
-        gl.thread_barrier()
-        xm = tile.index(cw).load(LOAD)
-        if not EVEN_R:
-            xm = gl.where((r0 + cw * CHUNK_R + rc < n_r)[:, None], xm, -float("inf"))
-        m2 = gl.maximum(m2, xm).to(m2.dtype)
-    if TIMED:
-        _stamp(times_ptr, row + 2, ticket)  # every chunk has landed
-    m = gl.max(m2, axis=0).to(gl.float32)
-    if REG_CHUNKS > 0:
-        mr = xr0
-        if REG_CHUNKS > 1:
-            mr = gl.maximum(mr, xr1).to(mr.dtype)
-        if REG_CHUNKS > 2:
-            mr = gl.maximum(mr, xr2).to(mr.dtype)
-        if REG_CHUNKS > 3:
-            mr = gl.maximum(mr, xr3).to(mr.dtype)
-        m = gl.maximum(m, gl.max(mr, axis=0).to(gl.float32))
-    shift = gl.where(m == -float("inf"), 0.0, m)
-    s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
-    for c2 in range(NCHUNK // PAIR):
-        for h in gl.static_range(PAIR):
-            c = PAIR * c2 + h
-            p = gl.exp2((tile.index(c).load(LOAD).to(gl.float32) - shift[None, :]) * LOG2E)
+    # 2. Max and sum over both parts. ONLINE = g > 0 (no register part): online statistics,
+    #    g chunks at a time as they land. Each element of the chunk-shaped (m, s) tile carries a
+    #    running max and a sum scaled to it, rescaled once per g chunks (1 + 1/g exponentials
+    #    per element), so there is no separate sum pass after the copies have landed.
+    if ONLINE > 0:
+        m_run = gl.full([CHUNK_R, BLOCK_I], -float("inf"), gl.float32, layout=LOAD)
+        s_run = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
+        for g in gl.static_range(NCHUNK // ONLINE):
+            async_copy.wait_group(NCHUNK - ONLINE * (g + 1))
+            gl.thread_barrier()
+            m_new = m_run
+            for h in gl.static_range(ONLINE):
+                xm = tile.index(ONLINE * g + h).load(LOAD).to(gl.float32)
+                if not EVEN_R:
+                    xm = gl.where((r0 + (ONLINE * g + h) * CHUNK_R + rc < n_r)[:, None], xm,
+                                  -float("inf"))
+                m_new = gl.maximum(m_new, xm)
+            shift_new = gl.where(m_new == -float("inf"), 0.0, m_new)
+            s_run = s_run * gl.exp2((m_run - shift_new) * LOG2E)
+            for h in gl.static_range(ONLINE):
+                xs = tile.index(ONLINE * g + h).load(LOAD).to(gl.float32)
+                p = gl.exp2((xs - shift_new) * LOG2E)
+                if not EVEN_R:
+                    p = gl.where((r0 + (ONLINE * g + h) * CHUNK_R + rc < n_r)[:, None], p, 0.0)
+                s_run += p
+            m_run = m_new
+        if TIMED:
+            _stamp(times_ptr, row + 2, ticket)  # every chunk has landed and been summed
+        m = gl.max(m_run, axis=0)
+        shift = gl.where(m == -float("inf"), 0.0, m)
+        s = gl.sum(s_run * gl.exp2((m_run - shift[None, :]) * LOG2E), axis=0)
+    else:
+        m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), x_ptr.dtype.element_ty, layout=LOAD)
+        for cw in gl.static_range(NCHUNK):
+            async_copy.wait_group(NCHUNK - 1 - cw)
+            gl.thread_barrier()
+            xm = tile.index(cw).load(LOAD)
             if not EVEN_R:
-                p = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
-            s2 += p
-    s = gl.sum(s2, axis=0)
-    if REG_CHUNKS > 0:  # positions past n_r hold -inf: exp2(-inf) = 0
-        sr = gl.exp2((xr0.to(gl.float32) - shift[None, :]) * LOG2E)
-        if REG_CHUNKS > 1:
-            sr += gl.exp2((xr1.to(gl.float32) - shift[None, :]) * LOG2E)
-        if REG_CHUNKS > 2:
-            sr += gl.exp2((xr2.to(gl.float32) - shift[None, :]) * LOG2E)
-        if REG_CHUNKS > 3:
-            sr += gl.exp2((xr3.to(gl.float32) - shift[None, :]) * LOG2E)
-        s += gl.sum(sr, axis=0)
+                xm = gl.where((r0 + cw * CHUNK_R + rc < n_r)[:, None], xm, -float("inf"))
+            m2 = gl.maximum(m2, xm).to(m2.dtype)
+        if TIMED:
+            _stamp(times_ptr, row + 2, ticket)  # every chunk has landed
+        m = gl.max(m2, axis=0).to(gl.float32)
+        if REG_CHUNKS > 0:
+            mr = xr0
+            if REG_CHUNKS > 1:
+                mr = gl.maximum(mr, xr1).to(mr.dtype)
+            if REG_CHUNKS > 2:
+                mr = gl.maximum(mr, xr2).to(mr.dtype)
+            if REG_CHUNKS > 3:
+                mr = gl.maximum(mr, xr3).to(mr.dtype)
+            m = gl.maximum(m, gl.max(mr, axis=0).to(gl.float32))
+        shift = gl.where(m == -float("inf"), 0.0, m)
+        s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
+        for c2 in range(NCHUNK // PAIR):
+            for h in gl.static_range(PAIR):
+                c = PAIR * c2 + h
+                p = gl.exp2((tile.index(c).load(LOAD).to(gl.float32) - shift[None, :]) * LOG2E)
+                if not EVEN_R:
+                    p = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
+                s2 += p
+        s = gl.sum(s2, axis=0)
+        if REG_CHUNKS > 0:  # positions past n_r hold -inf: exp2(-inf) = 0
+            sr = gl.exp2((xr0.to(gl.float32) - shift[None, :]) * LOG2E)
+            if REG_CHUNKS > 1:
+                sr += gl.exp2((xr1.to(gl.float32) - shift[None, :]) * LOG2E)
+            if REG_CHUNKS > 2:
+                sr += gl.exp2((xr2.to(gl.float32) - shift[None, :]) * LOG2E)
+            if REG_CHUNKS > 3:
+                sr += gl.exp2((xr3.to(gl.float32) - shift[None, :]) * LOG2E)
+            s += gl.sum(sr, axis=0)
     slot = slice_id * n_i + i
     gl.store(stats_ptr + slot, m, mask=i < n_i)
     gl.store(stats_ptr + n_slices * n_i + slot, s, mask=i < n_i)
@@ -352,7 +383,7 @@ def max_registers(warps: int, programs: int = 3) -> int:
 
 
 def launch(x, variant, times=None, pad: int = 1, spin_load: bool = False,
-           ticket_sem: str = "acq_rel"):
+           ticket_sem: str = "acq_rel", online: int = 0):
     import torch
 
     from references import strided_softmax as ss
@@ -368,7 +399,7 @@ def launch(x, variant, times=None, pad: int = 1, spin_load: bool = False,
         x, out, stats, counters, p.n_i, p.n_r, p.stride_xr // (16 // x.element_size()),
         p.stride_oi, p.stride_or, n_slices, counters if times is None else times,
         BLOCK_I=block_i, BLOCK_R=block_r, TIMED=times is not None, PAD=pad,
-        SPIN_LOAD=spin_load, TICKET_SEM=ticket_sem, REG_CHUNKS=reg_chunks,
+        SPIN_LOAD=spin_load, TICKET_SEM=ticket_sem, ONLINE=online, REG_CHUNKS=reg_chunks,
         CHUNK_R=ss._SMEM_CHUNK, SLICES=ss._pow2(n_slices), VEC=16 // x.element_size(),
         EVEN_R=p.n_r % slice_positions(variant) == 0, OUT_ALONG_R=p.stride_or == 1, num_warps=warps,
         **({} if reg_chunks == 0 else {"maxnreg": max_registers(warps)}))
@@ -428,6 +459,10 @@ def time_all(mode: str) -> int:
                             for pad, spin, sem in ((1, False, "acq_rel"), (32, False, "acq_rel"),
                                                    (1, True, "acq_rel"), (1, False, "relaxed"),
                                                    (32, True, "relaxed"))]
+            elif mode == "online":
+                variants = [(f"online statistics, {g} chunks a step" if g else "two passes",
+                             lambda x, v, g=g: launch(x, v, online=g), default)
+                            for g in (0, 1, 2, 4)]
             elif mode == "regs":
                 variants = [("smem %d + regs %d, block_i %d, %d warps" % (
                     v[0], slice_positions(v) - v[0], *v[2:]), launch, v)
@@ -536,8 +571,9 @@ def sass_all() -> int:
         block_r, reg_chunks, block_i, warps = variant
         reg_r = slice_positions(variant) - block_r
         constants = dict(BLOCK_I=block_i, BLOCK_R=block_r, REG_CHUNKS=reg_chunks,
-                         CHUNK_R=ss._SMEM_CHUNK, TIMED=False,
-                         SLICES=64, VEC=8, EVEN_R=False, OUT_ALONG_R=True, num_warps=warps)
+                         CHUNK_R=ss._SMEM_CHUNK, TIMED=False, PAD=1, SPIN_LOAD=False,
+                         TICKET_SEM="acq_rel", ONLINE=0, SLICES=64, VEC=8, EVEN_R=False,
+                         OUT_ALONG_R=True, num_warps=warps)
         types = {"x_ptr": "*fp16", "out_ptr": "*fp16", "stats_ptr": "*fp32",
                  "counters_ptr": "*i32"}
         k = compile_sm90(exchange_regs_kernel, constants, types,
@@ -571,6 +607,8 @@ if __name__ == "__main__":
         sys.exit(time_waves())
     if sys.argv[1:] == ["time", "timeline"]:
         sys.exit(time_timeline())
+    if sys.argv[1:] == ["time", "timeline-online"]:
+        sys.exit(time_timeline(online=2))
     if sys.argv[1:] == ["time", "timeline-padded"]:
         sys.exit(time_timeline(pad=32, spin_load=True, ticket_sem="relaxed"))
     if sys.argv[1:2] == ["time"]:
