@@ -496,8 +496,8 @@ def softmax_across_exchange_smem_kernel(
     SMEM: gl.constexpr = gl.SwizzledSharedLayout(VEC, 1, 1, [1, 0])  # rows of x, unswizzled
     NCHUNK: gl.constexpr = BLOCK_R // CHUNK_R
     # The two exponential passes take PAIR chunks a trip: ptxas then overlaps one chunk's
-    # shared-memory loads with the other's arithmetic (2-4% faster on the H200 than one chunk
-    # a trip: benchmarks/results/diagnostics/probe-strided-mufu-*).
+    # shared-memory loads with the other's arithmetic (0.7-4.3% faster on the H200 than one
+    # chunk a trip, by width and dtype: benchmarks/results/diagnostics/probe-strided-mufu-*).
     PAIR: gl.constexpr = 2 if NCHUNK > 1 else 1
 
     ticket = gl.atomic_add(counters_ptr, 1)  # the order in which programs started

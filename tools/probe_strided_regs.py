@@ -1,18 +1,32 @@
-"""Does the 16-bit shared-memory exchange gain from holding part of each slice in registers?
+"""Where does the 16-bit shared-memory exchange's time go, and can a change of shape move it?
 
-    python3 tools/probe_strided_regs.py sass     # no GPU: registers and spills of each variant
-    python3 tools/probe_strided_regs.py time     # a GPU: check and time them
+    python3 tools/probe_strided_regs.py sass             # no GPU: registers and spills
+    python3 tools/probe_strided_regs.py time regs        # a GPU, each mode below
+    python3 tools/probe_strided_regs.py time persistent
+    python3 tools/probe_strided_regs.py time waves
+    python3 tools/probe_strided_regs.py time timeline    # (also timeline-padded, -online)
+    python3 tools/probe_strided_regs.py time sync
+    python3 tools/probe_strided_regs.py time online
 
-Strided softmax's shared-memory exchange (`softmax_across_exchange_smem_kernel`) keeps each
-program's slice in shared memory while the program waits for the other slices of its strip:
-three 64 KiB slices per SM, about 25 MiB of the 128 MiB tensor waiting on the GPU at a time.
-The register file (256 KiB per SM) holds only the few registers the kernel needs. Here each
-slice is longer: BLOCK_R positions go to shared memory by cp.async as in the reference, and
-REG_R more positions are loaded into registers and wait there. So a strip has fewer slices
-(fewer siblings to wait for), and more bytes wait per SM. After the merge the shared-memory
-chunks are normalised and stored first; then the register part is written into the freed
-shared memory and goes out through the same chunk loop (its transposing store needs shared
-memory anyway). Each variant is compared with a float64 softmax before it is timed.
+`exchange_regs_kernel` is the reference's `softmax_across_exchange_smem_kernel` (lesson 1,
+section 5) with switches; with all of them off it is the reference kernel. The modes:
+- regs: each slice is longer by REG_CHUNKS chunks that are loaded into registers and wait
+  there (the register file holds little of the reference's data), so more bytes wait per SM
+  and a strip has fewer slices. After the merge the register chunks are stored first.
+- persistent (`exchange_persistent_kernel`): a persistent loop over tickets; as each chunk of
+  the current slice leaves shared memory for the output, the same chunk of the next slice is
+  copied in behind it, so the next reads overlap this slice's writes.
+- waves: the reference on 2 to 40 strips of one width: does time grow in steps of a wave?
+- timeline: every program stamps the global timer at six points (start, ticket taken, slice
+  landed, counted in, strip complete, stores issued): the mean and spread of each phase, and
+  what the programs alive are doing at each moment.
+- sync: the wait's mechanics: each strip's arrival count in a 128-byte line of its own (PAD),
+  polling with plain loads and one fence (SPIN_LOAD), a relaxed ticket (Triton's default
+  acq_rel puts a fence before the atomic; a ticket publishes nothing).
+- online: the slice's (max, sum) kept online, ONLINE chunks at a time as the copies land, so
+  no sum pass remains after the last chunk.
+Each variant is compared with a float64 softmax before it is timed; the outputs are kept in
+benchmarks/results/diagnostics/probe-strided-{regs,persistent,waves,timeline,sync,online}-*.
 """
 
 from __future__ import annotations
