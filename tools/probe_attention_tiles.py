@@ -45,6 +45,14 @@ TILES = {
          dict(block_m=128, block_n=128, num_warps=8, num_stages=2),  # 156, none, 81 KiB
          dict(block_m=64, block_n=64, num_warps=4, num_stages=3)],  # 106, none, 57 KiB
 }
+# `python3 tools/probe_attention_tiles.py 64`: d = 64 only, taller tiles and deeper pipelines
+# (pointer loads, the default's; registers per thread, spilled bytes, shared memory): 256-row
+# programs over 16 warps read each key and value block once for twice the rows.
+TILES_64_TALL = [dict(block_m=256, block_n=64, num_warps=16, num_stages=3),  # 128, none, 40 KiB
+                 dict(block_m=256, block_n=64, num_warps=16, num_stages=2),  # 128, none, 40 KiB
+                 dict(block_m=256, block_n=32, num_warps=16, num_stages=4),  # 102, none, 36 KiB
+                 dict(block_m=128, block_n=32, num_warps=8, num_stages=4),  # 128, none, 20 KiB
+                 dict(block_m=128, block_n=64, num_warps=8, num_stages=4)]  # 201, none, 24 KiB
 
 
 def _label(knobs: dict) -> str:
@@ -53,7 +61,7 @@ def _label(knobs: dict) -> str:
     return f"{knobs['block_m']}x{knobs['block_n']}/{knobs['num_warps']}w/{knobs['num_stages']}s"
 
 
-def main() -> int:
+def main(tall_64: bool = False) -> int:
     import torch
 
     from benchmarks import harness
@@ -65,9 +73,12 @@ def main() -> int:
     plan = harness.PLANS["sweep"]
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16")
-    for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (64, 8192)]):
+    shapes = [(16, 4096), (64, 8192)] + ([(1, 16384)] if tall_64 else [])
+    for heads, n, d, causal, q, k, v, flops in attention_problems(
+            shapes, dims=(64,) if tall_64 else (64, 128)):
         cudnn = sdpa_cudnn(q, k, v, causal)
-        tiles = [{}] + [t for t in TILES[d] if not causal or t["block_n"] <= t["block_m"]]
+        tiles = [{}] + [t for t in (TILES_64_TALL if tall_64 else TILES[d])
+                        if not causal or t["block_n"] <= t["block_m"]]
 
         def ours(knobs, q=q, k=k, v=v, causal=causal):
             return lambda: sa.attention_heads(q, k, v, causal=causal, **knobs)
@@ -84,4 +95,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(tall_64=sys.argv[1:] == ["64"]))
