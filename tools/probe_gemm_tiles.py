@@ -46,6 +46,12 @@ asks whether two persistent programs per SM overlap one's epilogue with the othe
 a grid of 1x and 2x the SMs (the launcher's SM count scaled for the call) at tiles small
 enough for two to share an SM (128 x 128 over 4 or 8 warps, 2-4 stages; 64 x 256), next to
 the default, torch.mm and the same-contract baseline at 4096^3 and 8192^3, same rounds.
+
+    python3 tools/probe_gemm_tiles.py --cublas-kernels
+
+names the kernels torch.mm runs (cuBLAS's choice, from torch.profiler's trace: the name, which
+spells the tile and the cluster shape, the grid, the block, registers and shared memory) at
+the benchmark's GEMM shapes, and our default kernel's launch next to them.
 """
 
 from __future__ import annotations
@@ -280,7 +286,48 @@ def per_sm_probe() -> int:
     return 0
 
 
+def cublas_kernels_probe() -> int:
+    import json
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from references import fused_gemm as fg
+
+    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 4093), (8192, 8192, 1024),
+              (16384, 1024, 4096)]
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    for dtype in (torch.bfloat16, torch.float16):
+        for m, n, k in shapes:
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
+            bias = torch.randn(n, device="cuda", dtype=torch.float32)
+            calls = {"torch.mm": lambda a=a, b=b: torch.mm(a, b),
+                     "ours": lambda a=a, b=b, bias=bias: fg.gemm_bias_relu(a, b, bias)}
+            for label, call in calls.items():
+                call()
+                torch.cuda.synchronize()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    call()
+                    torch.cuda.synchronize()
+                with tempfile.NamedTemporaryFile(suffix=".json") as trace:
+                    prof.export_chrome_trace(trace.name)
+                    events = json.load(open(trace.name))["traceEvents"]
+                for e in events:
+                    if e.get("cat") != "kernel":
+                        continue
+                    args = e.get("args", {})
+                    print(f"{m}x{n}x{k} {str(dtype)[6:]:8s} {label:8s} {e['dur']:8.1f} us  "
+                          f"grid {args.get('grid')} block {args.get('block')} regs "
+                          f"{args.get('registers per thread')} smem "
+                          f"{args.get('shared memory')}  {e['name'][:150]}", flush=True)
+    return 0
+
+
 def main() -> int:
+    if "--cublas-kernels" in sys.argv:
+        return cublas_kernels_probe()
     if "--per-sm" in sys.argv:
         return per_sm_probe()
     if "--stream-k-parts" in sys.argv:
