@@ -8,6 +8,12 @@ two tile configurations, and the launcher's own choice, next to SDPA-cuDNN, in i
 graph-timing rounds (tools/_timing.py), after checking every output against SDPA-cuDNN's.
 Prints one line per variant; benchmarks/results/diagnostics/ keeps its output. A diagnostic,
 not evidence: the benchmark is the evidence.
+
+    python3 tools/probe_attention_splits.py --stages
+
+d = 64 without a mask only, on split grids (one or two heads of 8192-16384) and a full-grid
+control: the 128 x 64 / 8-warp tile with 3 and 4 pipeline stages, at the launcher's number of
+key splits and twice it (the tiles probe saw 4 stages win on one head of 16384).
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ def main(argv: list[str]) -> int:
         return 2
     plan = harness.PLANS["sweep"]
     quick = "--quick" in argv
+    if "--stages" in argv:
+        return stages_probe(plan)
     shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
     if quick:
         shapes = [(1, 4096), (1, 16384)]
@@ -71,6 +79,34 @@ def main(argv: list[str]) -> int:
         print(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
               f"{default_splits}):", flush=True)
         for label, us in zip(labels, times, strict=True):
+            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+def stages_probe(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16, d = 64, no mask")
+    shapes = [(1, 8192), (1, 16384), (2, 8192), (2, 16384), (3, 16384), (16, 4096)]
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+        if causal:
+            continue
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        splits = sa.kv_splits_for(heads, n, 128, causal, q)
+        variants = [{}] + [dict(block_m=128, block_n=64, num_warps=8, num_stages=st, kv_splits=s)
+                           for s in sorted({splits, min(2 * splits, 16)}) for st in (3, 4)]
+
+        def ours(knobs, q=q, k=k, v=v):
+            return lambda: sa.attention_heads(q, k, v, **knobs)
+
+        calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in variants})
+        times = graph_medians_us(list(calls.values()), plan)
+        print(f"H={heads} N={n} d={d} (default kv_splits {splits}):", flush=True)
+        for label, us in zip(calls, times, strict=True):
             print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
                   f"{times[0] / us:.2f}x cudnn", flush=True)
     return 0
