@@ -9,6 +9,12 @@ graph-timing rounds (tools/_timing.py), after checking every output against SDPA
 Prints one line per variant; benchmarks/results/diagnostics/ keeps its output. A diagnostic,
 not evidence: the benchmark is the evidence.
 
+    python3 tools/probe_attention_splits.py --waves
+
+d = 64 without a mask, 1 to 8 heads of 8192 and 16384: the launcher's key splits (enough for
+about 2 programs per SM) against a rule that also splits a grid whose last wave of programs
+(2 per SM) would run mostly empty: the fewest splits whose waves are at least 90% full.
+
     python3 tools/probe_attention_splits.py --stages
 
 d = 64 without a mask only, on split grids (one or two heads of 8192-16384) and a full-grid
@@ -59,6 +65,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--waves" in argv:
+        return waves_probe(plan)
     shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
     if quick:
         shapes = [(1, 4096), (1, 16384)]
@@ -79,6 +87,52 @@ def main(argv: list[str]) -> int:
         print(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
               f"{default_splits}):", flush=True)
         for label, us in zip(labels, times, strict=True):
+            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+def wave_splits(programs: int, n_ctx: int, slots: int) -> int:
+    """The candidate rule: the fewest splits (a power of two, each walking at least 1024 keys,
+    at most 16) whose grid fills its waves of `slots` programs at least 90%."""
+    splits = 1
+    while True:
+        p = programs * splits
+        if p / (-(-p // slots) * slots) >= 0.9 or n_ctx // (2 * splits) < 1024 or splits >= 16:
+            return splits
+        splits *= 2
+
+
+def waves_probe(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+    from references._gpu import sm_count
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16, d = 64, no mask")
+    slots = 2 * sm_count(0)
+    shapes = [(h, n) for n in (8192, 16384) for h in (1, 2, 3, 4, 5, 6, 8)]
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+        if causal:
+            continue
+        block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
+        programs = heads * -(-n // block_m)
+        default = sa.kv_splits_for(heads, n, block_m, causal, q)
+        rule = wave_splits(programs, n, slots)
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        variants = {f"launcher default (kv_splits {default})": {}}
+        if rule != default:
+            variants[f"wave rule (kv_splits {rule})"] = dict(kv_splits=rule)
+
+        def ours(knobs, q=q, k=k, v=v):
+            return lambda: sa.attention_heads(q, k, v, **knobs)
+
+        calls = {"sdpa-cudnn": cudnn} | matching(
+            cudnn, {label: ours(t) for label, t in variants.items()})
+        times = graph_medians_us(list(calls.values()), plan)
+        print(f"H={heads} N={n} d={d} ({programs} programs of {block_m} rows):", flush=True)
+        for label, us in zip(calls, times, strict=True):
             print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
                   f"{times[0] / us:.2f}x cudnn", flush=True)
     return 0
