@@ -373,26 +373,42 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
 # time at N = 4096 and 8192, 1.03-1.2x at 16384) and about 4 per SM with one (512 programs,
 # 1.4-2.0x; 256 at N = 4096, where 8 splits would leave 512 keys each); grids that already had
 # 512 programs or more (16 heads of 4096) only lost by splitting (8-17% at 2 splits).
+# Without a mask every program walks the same keys, so the grid runs in waves of 2 programs per
+# SM, and a grid that ends on a mostly empty wave wastes it: 3 heads of 16384 (384 programs:
+# one wave of 264 and one of 120) ran at 0.72x cuDNN unsplit and 0.90x with 2 splits (768: 97%
+# of three waves); 5 heads of 8192 0.72x -> 0.98x with 4, 5 heads of 16384 0.81x -> 0.90x
+# with 2 (diagnostics/probe-attention-wave-splits-*). So a grid without a mask is split until
+# its waves are at least _SPLIT_WAVE_FILL full, which for grids short of programs is the rule
+# above. Causal programs differ in length and even out, so there it is the count alone.
 _MAX_KV_SPLITS = 16
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
 _SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (causal: True)
+_SPLIT_WAVE_FILL = 0.9  # without a mask: how full a grid's waves must be (see above)
 _SPLIT_MIN_KEYS = 1024  # keys each split walks, at least
 
 
 def kv_splits_for(heads: int, n_ctx: int, block_m: int, causal: bool, q: torch.Tensor) -> int:
     """The default number of key splits: the fewest (a power of two) that give the grid about
-    _SPLIT_PROGRAMS_PER_SM programs per SM; 1 for float32 (not measured), off the GPU and for
+    _SPLIT_PROGRAMS_PER_SM programs per SM and, without a causal mask, waves of that many
+    programs at least _SPLIT_WAVE_FILL full; 1 for float32 (not measured), off the GPU and for
     grids that already have them."""
     if q.device.type != "cuda" or interpreting() or q.dtype == torch.float32:
         return 1
     programs = heads * cdiv(n_ctx, block_m)
-    # 0.9: 256 programs count as 2 per SM of the H200's 132.
-    target = 0.9 * _SPLIT_PROGRAMS_PER_SM[causal] * sm_count(device_index(q))
+    slots = _SPLIT_PROGRAMS_PER_SM[causal] * sm_count(device_index(q))
     splits = 1
-    while (programs * splits < target and n_ctx // (2 * splits) >= _SPLIT_MIN_KEYS
-           and 2 * splits <= _MAX_KV_SPLITS):
+    while (not _grid_fills(programs * splits, slots, causal)
+           and n_ctx // (2 * splits) >= _SPLIT_MIN_KEYS and 2 * splits <= _MAX_KV_SPLITS):
         splits *= 2
     return splits
+
+
+def _grid_fills(programs: int, slots: int, causal: bool) -> bool:
+    """Whether a grid of `programs` needs no more splits on a GPU that runs `slots` at once."""
+    if causal:  # programs of different lengths: enough of them (256 count as 2 per SM of 132)
+        return programs >= 0.9 * slots
+    # Equal programs run in waves of `slots`; below one wave this is the count above too.
+    return programs / (cdiv(programs, slots) * slots) >= _SPLIT_WAVE_FILL
 
 
 def _sweep_configs() -> list[dict]:

@@ -32,6 +32,9 @@ def h200(monkeypatch):
     (16, 4096, False, 128, 1), (16, 4096, True, 64, 1), (64, 8192, False, 128, 1),
     # short sequences: no split leaves fewer than 1024 keys
     (1, 1024, False, 64, 1), (1, 2048, True, 64, 2),
+    # without a mask, a grid whose last wave of 264 would run mostly empty is split until its
+    # waves are at least 90% full (384 programs -> 768; 320 -> 1280; 640 -> 1280)
+    (3, 16384, False, 128, 2), (5, 8192, False, 128, 4), (5, 16384, False, 128, 2),
 ])
 def test_attention_splits_follow_the_measured_rule(h200, heads, n, causal, block_m, splits):
     config = sa.default_config(64, torch.bfloat16, causal=causal, heads=heads, n_ctx=n)
