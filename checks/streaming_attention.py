@@ -854,8 +854,10 @@ def cuda_stream(ctx, impl, case):
 
 @register(W, "cuda.long_sequences", tier="cuda", uses=("attention", "attention_heads"),
           cases=[Case(n=n, d=d, dtype="bfloat16", causal=c, heads=h)
-                 for n, h in ((16384, 1), (8192, 4)) for d in (64, 128) for c in (False, True)],
-          doc="the benchmark's sizes, default launch and tma=True, float64 on sampled rows")
+                 for n, h in ((16384, 1), (8192, 4), (16384, 3)) for d in (64, 128)
+                 for c in (False, True)],
+          doc="the benchmark's sizes, default launch and tma=True, float64 on sampled rows; "
+              "3 heads of 16384: a grid the launcher splits to fill its last wave")
 def cuda_long_sequences(ctx, impl, case):
     ctx.require_cuda()
     torch = ctx.torch
