@@ -816,22 +816,25 @@ def write_report(sections: dict[str, str], path: Path = REPORT_PATH) -> None:
 # ---------------------------------------------------------------------------------------------
 def stale_notices(evidence: Evidence, root: Path = REPO_ROOT) -> list[str]:
     """One line per source file whose sha256 differs from the one recorded with the latest GPU
-    evidence that names it (benchmark runs and check runs on cuda)."""
-    latest: dict[str, tuple] = {}  # source path -> (when, sha, file name)
+    evidence of each kind that names it (benchmark runs, check runs, bad calls and planted bugs
+    on cuda, each kind on its own: fresh benchmarks do not vouch for checks that ran on an
+    older reference)."""
+    latest: dict[tuple, tuple] = {}  # (kind, source path) -> (when, sha, file name)
     for f in evidence.files:
         if f.header.get("device") != "cuda":
             continue
         for path, sha in (f.header.get("sources") or {}).items():
-            if path not in latest or f.when > latest[path][0]:
-                latest[path] = (f.when, sha, f.name)
+            key = (f.kind, path)
+            if key not in latest or f.when > latest[key][0]:
+                latest[key] = (f.when, sha, f.name)
     notices = []
-    for path, (_, sha, name) in sorted(latest.items()):
+    for (kind, path), (_, sha, name) in sorted(latest.items(), key=lambda kv: kv[0][::-1]):
         current = root / path
         if not current.is_file():
             notices.append(f"STALE: {path} (named by {name}) no longer exists")
         elif provenance.sha256(current) != sha:
-            notices.append(f"STALE: {path} changed since its latest GPU evidence ({name}); "
-                           "rerun the GPU validation to refresh it")
+            notices.append(f"STALE: {path} changed since its latest GPU {kind} evidence "
+                           f"({name}); rerun the GPU validation to refresh it")
     return notices
 
 

@@ -428,6 +428,25 @@ def test_stale_notice_names_changed_sources(tmp_path):
                                                                                  root=tmp_path))
 
 
+def test_stale_notice_is_kept_per_kind_of_evidence(tmp_path):
+    """Benchmarks recorded after a change do not vouch for checks recorded before it."""
+    from checks import provenance
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    old = provenance.sha256(tmp_path / "a.py")
+    (tmp_path / "a.py").write_text("x = 2\n")
+    new = provenance.sha256(tmp_path / "a.py")
+
+    def header(date, sha):
+        return {"header": {"device": "cuda", "date": date, "sources": {"a.py": sha}}}
+
+    evidence = report.Evidence([
+        report.EvidenceFile("checks.json", "checks", header("2026-11-30T10:00:00+0000", old)),
+        report.EvidenceFile("bench.json", "benchmark", header("2026-11-30T11:00:00+0000", new))])
+    notices = report.stale_notices(evidence, root=tmp_path)
+    assert len(notices) == 1 and "GPU checks evidence (checks.json)" in notices[0]
+
+
 def test_figures_from_synthetic_evidence(tmp_path):
     pytest.importorskip("matplotlib")
     _write_fake_evidence(tmp_path)
