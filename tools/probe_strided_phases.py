@@ -1,12 +1,12 @@
 """Where does the 16-bit shared-memory exchange's time go, and can a change of shape move it?
 
-    python3 tools/probe_strided_regs.py sass             # no GPU: registers and spills
-    python3 tools/probe_strided_regs.py time regs        # a GPU, each mode below
-    python3 tools/probe_strided_regs.py time persistent
-    python3 tools/probe_strided_regs.py time waves
-    python3 tools/probe_strided_regs.py time timeline    # (also timeline-padded, -online)
-    python3 tools/probe_strided_regs.py time sync
-    python3 tools/probe_strided_regs.py time online
+    python3 tools/probe_strided_phases.py sass             # no GPU: registers and spills
+    python3 tools/probe_strided_phases.py time regs        # a GPU, each mode below
+    python3 tools/probe_strided_phases.py time persistent
+    python3 tools/probe_strided_phases.py time waves
+    python3 tools/probe_strided_phases.py time timeline    # (also timeline-padded, -online)
+    python3 tools/probe_strided_phases.py time sync
+    python3 tools/probe_strided_phases.py time online
 
 `exchange_regs_kernel` is the reference's `softmax_across_exchange_smem_kernel` (lesson 1,
 section 5) with switches; with all of them off it is the reference kernel. The modes:
