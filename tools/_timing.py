@@ -65,3 +65,41 @@ def matching(reference, candidates: dict, tolerance: float = 0.05) -> dict:
             continue
         kept[label] = call
     return kept
+
+
+def time_transposed_softmax(shapes, variants_for) -> None:
+    """The strided-softmax probes' loop. For float16 and bfloat16 and each (width, rows) of
+    `shapes`: a transposed view of fresh random values (every 7th row scaled by 30, so that
+    2^t reaches far below 0), each variant of `variants_for(width)` -- (label, call(x)) pairs --
+    checked against a float64 softmax (2 eps, plus fp16's subnormal step), then timed in graph
+    rounds next to a copy of the same bytes and the reference; prints one line per variant. A
+    variant that raises is reported and skipped."""
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    for dtype in (torch.float16, torch.bfloat16):
+        for width, rows in shapes:
+            x = torch.randn(width, rows, device="cuda", dtype=dtype).t()
+            x[:, :: 7] *= 30
+            expected = torch.softmax(x.double(), dim=-1)
+            dst = torch.empty_like(x.t())
+            calls = {"copy": lambda dst=dst, x=x: dst.copy_(x.t()),
+                     "reference": lambda x=x: ss.softmax(x)}
+            for label, call in variants_for(width):
+                try:
+                    got = call(x).double()
+                except Exception as exc:  # noqa: BLE001 - a diagnostic reports and goes on
+                    print(f"   {label}: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+                    continue
+                err = (got - expected).abs()
+                allowed = 2 * torch.finfo(dtype).eps * expected.abs() + (
+                    6e-8 if dtype == torch.float16 else 1e-30)
+                fits = "ok" if bool((err <= allowed).all()) else "OUT OF TOLERANCE"
+                calls[f"{label} max|err| {err.max().item():.1e} {fits}"] = \
+                    lambda call=call, x=x: call(x)
+            medians = graph_medians_us(calls.values(), harness.PLANS["sweep"])
+            print(f"\n{rows} x {width} {str(dtype)[6:]} transposed (graph timing)", flush=True)
+            for label, us in zip(calls, medians, strict=True):
+                print(f"   {us:8.1f} us  {medians[0] / us:5.2f} of copy  {label}", flush=True)

@@ -176,47 +176,24 @@ VARIANTS = ((64, 32, 256, 4, 4), (64, 32, 512, 4, 4), (64, 32, 512, 2, 4), (32, 
 SHAPES = ((4096, 16384), (8192, 8192), (16384, 4096), (32768, 2048))  # (width, rows): 2^26
 
 
-def band_mib(x, variant) -> float:
+def band_mib(variant) -> float:
     from references import strided_softmax as ss
 
     block_i, _, slice_len, per_sm, _ = variant
-    return per_sm * ss.sm_count(0) * block_i * slice_len * x.element_size() / 2**20
+    return per_sm * ss.sm_count(0) * block_i * slice_len * 2 / 2**20
 
 
 def time_all() -> int:
-    import torch
+    from tools._timing import time_transposed_softmax
 
-    from benchmarks import harness
-    from references import strided_softmax as ss
-    from tools._timing import graph_medians_us
+    def variants_for(width: int):
+        return [(f"banded {bi} x {br} chunks, units of {sl}, {per} per SM, {w} warps, "
+                 f"{evict or 'no hint'} (bands of {band_mib(variant):.1f} MiB at 16 bits)",
+                 lambda x, variant=variant, evict=evict: launch(x, *variant, evict=evict))
+                for variant in VARIANTS for evict in ("evict_last", "")
+                for bi, br, sl, per, w in [variant]]
 
-    plan = harness.PLANS["sweep"]
-    for dtype in (torch.float16, torch.bfloat16):
-        for width, rows in SHAPES:
-            x = torch.randn(width, rows, device="cuda", dtype=dtype).t()  # a transposed view
-            x[:, :: 7] *= 30
-            expected = torch.softmax(x.double(), dim=-1)
-            dst = torch.empty_like(x.t())
-            calls = {"copy": lambda: dst.copy_(x.t()), "reference": lambda: ss.softmax(x)}
-            for variant in VARIANTS:
-                for evict in ("evict_last", ""):
-                    label = "banded %d x %d chunks, units of %d, %d per SM, %d warps" % variant
-                    label += f", {evict or 'no hint'} (bands of {band_mib(x, variant):.1f} MiB)"
-                    try:
-                        got = launch(x, *variant, evict=evict).double()
-                    except Exception as exc:  # noqa: BLE001 - a diagnostic reports, goes on
-                        print(f"   {label}: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-                        continue
-                    err = (got - expected).abs()
-                    allowed = 2 * torch.finfo(dtype).eps * expected.abs() + (
-                        6e-8 if dtype == torch.float16 else 1e-30)
-                    fits = "ok" if bool((err <= allowed).all()) else "OUT OF TOLERANCE"
-                    calls[f"{label} max|err| {err.max().item():.1e} {fits}"] = \
-                        lambda variant=variant, evict=evict: launch(x, *variant, evict=evict)
-            medians = graph_medians_us(calls.values(), plan)
-            print(f"\n{rows} x {width} {str(dtype)[6:]} transposed (graph timing)", flush=True)
-            for label, us in zip(calls, medians, strict=True):
-                print(f"   {us:8.1f} us  {medians[0] / us:5.2f} of copy  {label}", flush=True)
+    time_transposed_softmax(SHAPES, variants_for)
     return 0
 
 

@@ -450,56 +450,29 @@ def launch_persistent(x, variant):
 
 
 def time_all(mode: str) -> int:
-    import torch
+    from tools._timing import time_transposed_softmax
 
-    from benchmarks import harness
-    from references import strided_softmax as ss
-    from tools._timing import graph_medians_us
-
-    plan = harness.PLANS["sweep"]
-    for dtype in (torch.float16, torch.bfloat16):
-        for width, rows in SHAPES:
-            x = torch.randn(width, rows, device="cuda", dtype=dtype).t()  # a transposed view
-            x[:, :: 7] *= 30  # some rows with a wide range
-            expected = torch.softmax(x.double(), dim=-1)
-            dst = torch.empty_like(x.t())
-            calls = {"copy": lambda: dst.copy_(x.t()), "reference": lambda: ss.softmax(x)}
-            default = (1024, 0, 32, 4) if width <= 4096 else (512, 0, 64, 8)
-            if mode == "sync":
-                variants = [(f"pad {pad:2d}, spin on {'loads' if spin else 'atomics'}, "
-                             f"ticket {sem}",
-                             lambda x, v, pad=pad, spin=spin, sem=sem: launch(
-                                 x, v, pad=pad, spin_load=spin, ticket_sem=sem), default)
-                            for pad, spin, sem in ((1, False, "acq_rel"), (32, False, "acq_rel"),
-                                                   (1, True, "acq_rel"), (1, False, "relaxed"),
-                                                   (32, True, "relaxed"))]
-            elif mode == "online":
-                variants = [(f"online statistics, {g} chunks a step" if g else "two passes",
-                             lambda x, v, g=g: launch(x, v, online=g), default)
-                            for g in (0, 1, 2, 4)]
-            elif mode == "regs":
-                variants = [("smem %d + regs %d, block_i %d, %d warps" % (
-                    v[0], slice_positions(v) - v[0], *v[2:]), launch, v)
+    def variants_for(width: int):
+        default = (1024, 0, 32, 4) if width <= 4096 else (512, 0, 64, 8)
+        if mode == "sync":
+            return [(f"pad {pad:2d}, spin on {'loads' if spin else 'atomics'}, ticket {sem}",
+                     lambda x, pad=pad, spin=spin, sem=sem: launch(
+                         x, default, pad=pad, spin_load=spin, ticket_sem=sem))
+                    for pad, spin, sem in ((1, False, "acq_rel"), (32, False, "acq_rel"),
+                                           (1, True, "acq_rel"), (1, False, "relaxed"),
+                                           (32, True, "relaxed"))]
+        if mode == "online":
+            return [(f"online statistics, {g} chunks a step" if g else "two passes",
+                     lambda x, g=g: launch(x, default, online=g)) for g in (0, 1, 2, 4)]
+        if mode == "regs":
+            return [(f"smem {v[0]} + regs {slice_positions(v) - v[0]}, block_i {v[2]}, "
+                     f"{v[3]} warps", lambda x, v=v: launch(x, v))
                     for v in VARIANTS["short" if width <= 4096 else "long"]]
-            else:
-                variants = [("persistent %d x %d, %d warps, %d per SM" % v, launch_persistent, v)
-                            for v in PERSISTENT["short" if width <= 4096 else "long"]]
-            for label, launcher, variant in variants:
-                try:
-                    got = launcher(x, variant).double()
-                except Exception as exc:  # noqa: BLE001 - a diagnostic reports and goes on
-                    print(f"   {label}: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-                    continue
-                err = (got - expected).abs()
-                allowed = 2 * torch.finfo(dtype).eps * expected.abs() + (
-                    6e-8 if dtype == torch.float16 else 1e-30)
-                fits = "ok" if bool((err <= allowed).all()) else "OUT OF TOLERANCE"
-                calls[f"{label} max|err| {err.max().item():.1e} {fits}"] = \
-                    lambda launcher=launcher, variant=variant: launcher(x, variant)
-            medians = graph_medians_us(calls.values(), plan)
-            print(f"\n{rows} x {width} {str(dtype)[6:]} transposed (graph timing)", flush=True)
-            for label, us in zip(calls, medians, strict=True):
-                print(f"   {us:8.1f} us  {medians[0] / us:5.2f} of copy  {label}", flush=True)
+        return [(f"persistent {v[0]} x {v[1]}, {v[2]} warps, {v[3]} per SM",
+                 lambda x, v=v: launch_persistent(x, v))
+                for v in PERSISTENT["short" if width <= 4096 else "long"]]
+
+    time_transposed_softmax(SHAPES, variants_for)
     return 0
 
 
