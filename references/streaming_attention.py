@@ -51,7 +51,6 @@ Limitations: a bounded teaching implementation
 from __future__ import annotations
 
 import math
-import struct
 
 import torch
 import triton
@@ -68,68 +67,6 @@ _FLOAT32_MAX = 3.4028234663852886e38
 
 
 # ---------------------------------------------------------------------------------------------
-# exp2 on two pipes
-# ---------------------------------------------------------------------------------------------
-# An SM of an H100/H200 runs 16 exponentials per clock on its special-function unit (MUFU) but
-# 128 fp32 fused multiply-adds. At d = 64 a key block's exponentials take that unit as long as
-# the block's two products take the tensor cores. So a share of the exponentials can be
-# computed on the FMA pipes instead, by a polynomial (this is what FlashAttention-4 does on
-# Blackwell): for x <= 0, 2^x = 2^floor(x) * 2^f with f = x - floor(x) in [0, 1). 2^f is a
-# cubic (fitted here, relative error 8.6e-5, under half a float16 ulp); 2^floor(x) is an add to
-# the exponent bits. floor(x) comes without a conversion instruction: adding 1.5 * 2^23 with
-# rounding toward -inf leaves floor(x) in the low mantissa bits of the sum (|x| < 2^22), and
-# subtracting it back gives floor(x) as a float. x is clamped at -127 first: below that 2^x is
-# under float32's normal range, and the shifted exponent would wrap.
-_EXP2_CUBIC = (0.6951163411140442, 0.22764700651168823, 0.07706519961357117)  # c1, c2, c3
-
-
-def _exp2_asm(polynomials: int) -> str:
-    """PTX for 4 exponentials ($4..$7 -> $0..$3): the last `polynomials` on the FMA pipes."""
-    c1, c2, c3 = (f"0f{struct.unpack('<I', struct.pack('<f', c))[0]:08X}" for c in _EXP2_CUBIC)
-    lines = ["{", ".reg .f32 x, t, j, f, p;", ".reg .b32 tb, pb;"]
-    for i in range(4):
-        if i < 4 - polynomials:
-            lines.append(f"ex2.approx.ftz.f32 ${i}, ${i + 4};")
-            continue
-        lines += [
-            f"max.ftz.f32 x, ${i + 4}, 0fC2FE0000;",  # clamp at -127
-            "add.rm.ftz.f32 t, x, 0f4B400000;",  # + 1.5 * 2^23, rounded down: floor(x) in bits
-            "sub.ftz.f32 j, t, 0f4B400000;",  # floor(x), exactly
-            "sub.ftz.f32 f, x, j;",  # in [0, 1)
-            f"fma.rn.ftz.f32 p, f, {c3}, {c2};",
-            f"fma.rn.ftz.f32 p, p, f, {c1};",
-            "fma.rn.ftz.f32 p, p, f, 0f3F800000;",  # 2^f in [1, 2)
-            "mov.b32 tb, t;", "mov.b32 pb, p;",
-            "shl.b32 tb, tb, 23;",  # floor(x) moved to the exponent field
-            "add.s32 pb, pb, tb;", f"mov.b32 ${i}, pb;",
-        ]
-    return "\n".join(lines + ["}"])
-
-
-_EXP2_ASM_1: tl.constexpr = tl.constexpr(_exp2_asm(1))
-_EXP2_ASM_2: tl.constexpr = tl.constexpr(_exp2_asm(2))
-# How many of every 4 exponentials of the unmasked key blocks run as the polynomial on a GPU
-# (0: all on the MUFU). Set by the launcher; under the interpreter always 0 (no inline PTX there).
-POLY_EXP2_OF_4: int = 0
-LAZY_RESCALE_ABOVE: float = 0.0
-
-
-@triton.jit
-def _exp2(x, POLY_OF_4: tl.constexpr):
-    """2^x for x <= 0: tl.math.exp2, or with POLY_OF_4 (1 or 2) of every 4 elements computed by
-    the polynomial above on the FMA pipes, so both pipes share the work."""
-    if POLY_OF_4 == 1:
-        return tl.inline_asm_elementwise(_EXP2_ASM_1, "=f,=f,=f,=f,f,f,f,f", [x],
-                                         dtype=tl.float32, is_pure=True, pack=4)
-    elif POLY_OF_4 == 2:
-        return tl.inline_asm_elementwise(_EXP2_ASM_2, "=f,=f,=f,=f,f,f,f,f", [x],
-                                         dtype=tl.float32, is_pure=True, pack=4)
-    else:
-        return tl.math.exp2(x)
-
-
-
-# ---------------------------------------------------------------------------------------------
 # Kernel
 # ---------------------------------------------------------------------------------------------
 @triton.jit
@@ -137,8 +74,7 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
                        stride_kn, stride_kd, stride_vn, stride_vd,
                        BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr,
                        IS_CAUSAL: tl.constexpr, USE_TMA: tl.constexpr,
-                       UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                       POLY_EXP2: tl.constexpr = 0, RESCALE_ABOVE: tl.constexpr = 0.0):
+                       UPCAST_DOT: tl.constexpr, DOT_PRECISION: tl.constexpr):
     """Fold key blocks [lo, hi) into the running (acc, l_i, m_i) of this program's rows.
 
     MASKED is a compile-time flag: the unmasked stage pays for no comparisons at all.
@@ -182,33 +118,19 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
             v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs)
         if UPCAST_DOT:
             v = v.to(tl.float32)  # interpreter only: see UPCAST_DOT
-        if RESCALE_ABOVE > 0 and not MASKED:
-            # Lazy rescaling (experiment): keep the old max, and skip the rescale of acc and l,
-            # until some row's max grew by more than RESCALE_ABOVE (log2 units); p is then at
-            # most 2^RESCALE_ABOVE, and acc / l at the end is the same.
-            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,)
-            if tl.max(m_new - m_i, 0) > RESCALE_ABOVE:
-                alpha = tl.math.exp2(m_i - m_new)
-                acc = acc * alpha[:, None]
-                l_i = l_i * alpha
-                m_i = m_new
-            p = _exp2(s * qk_scale - m_i[:, None], POLY_EXP2)
-            acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
-            l_i = l_i + tl.sum(p, 1)
-        else:
-            # EXERCISE attention, attention_heads: the online softmax update, in log2 units.
-            # m_new: the running max of s * qk_scale; p = exp2(s * qk_scale - m_new); alpha =
-            # exp2(m_i - m_new). Rescale BOTH acc and l_i by alpha, then acc += p @ v (p cast to
-            # v's dtype for the tensor cores, tl.dot(..., acc, input_precision=DOT_PRECISION)) and
-            # l_i += row sums of p; finally m_i = m_new.
-            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,)
-            p = _exp2(s * qk_scale - m_new[:, None], POLY_EXP2)  # (BLOCK_M, BLOCK_N), one FMA per score
-            alpha = tl.math.exp2(m_i - m_new)  # (BLOCK_M,) <= 1: the old terms shrink
-            acc = acc * alpha[:, None]
-            acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32 accumulate
-            l_i = l_i * alpha + tl.sum(p, 1)
-            m_i = m_new
-            # END EXERCISE
+        # EXERCISE attention, attention_heads: the online softmax update, in log2 units.
+        # m_new: the running max of s * qk_scale; p = exp2(s * qk_scale - m_new); alpha =
+        # exp2(m_i - m_new). Rescale BOTH acc and l_i by alpha, then acc += p @ v (p cast to
+        # v's dtype for the tensor cores, tl.dot(..., acc, input_precision=DOT_PRECISION)) and
+        # l_i += row sums of p; finally m_i = m_new.
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])  # (BLOCK_M, BLOCK_N), one FMA per score
+        alpha = tl.math.exp2(m_i - m_new)  # (BLOCK_M,) <= 1: the old terms shrink
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32 accumulate
+        l_i = l_i * alpha + tl.sum(p, 1)
+        m_i = m_new
+        # END EXERCISE
     return acc, l_i, m_i
 
 
@@ -235,9 +157,6 @@ def attention_kernel(
     KV_SPLITS: tl.constexpr,  # programs per row block, each on its share of the keys (1: the
                               # lesson's kernel; more when one row block per program leaves
                               # SMs idle)
-    RESCALE_ABOVE: tl.constexpr = 0.0,
-    POLY_EXP2: tl.constexpr = 0,  # of every 4 exponentials of the unmasked blocks, how many run
-                                  # on the FMA pipes (_exp2); 0 under the interpreter
 ):
     # Axis 1 runs over (head, split) pairs. With KV_SPLITS = 1 (the lesson's kernel) the
     # split is always 0 and this is just the head.
@@ -316,8 +235,7 @@ def attention_kernel(
     acc, l_i, m_i = _attend_key_blocks(
         acc, l_i, m_i, q, k_src, v_src, head, lo1, hi1, offs_m, n_ctx, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
-        BLOCK_N, HEAD_DIM, False, IS_CAUSAL, USE_TMA, UPCAST_DOT, DOT_PRECISION, POLY_EXP2,
-        RESCALE_ABOVE)
+        BLOCK_N, HEAD_DIM, False, IS_CAUSAL, USE_TMA, UPCAST_DOT, DOT_PRECISION)
     acc, l_i, m_i = _attend_key_blocks(
         acc, l_i, m_i, q, k_src, v_src, head, lo2, hi2, offs_m, n_ctx, qk_scale,
         stride_kn, stride_kd, stride_vn, stride_vd,
@@ -706,9 +624,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         USE_TMA=use_tma, HOST_DESCRIPTORS=host_descriptors,
         UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        KV_SPLITS=splits, POLY_EXP2=0 if interpreting() else POLY_EXP2_OF_4,
-        RESCALE_ABOVE=LAZY_RESCALE_ABOVE,
-        num_warps=config["num_warps"], num_stages=config["num_stages"],
+        KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=config["num_stages"],
     )
     if splits > 1:
         combine_splits_kernel[(cdiv(n_ctx, _COMBINE_ROWS), heads)](

@@ -1,14 +1,26 @@
-"""Exponentials on two pipes: does computing some of attention's exp2 on the FMA pipes pay?
+"""Two ways to take work off attention's softmax at d = 64, measured: neither paid.
 
+    git checkout 5dfa4de -- references/streaming_attention.py   # the switches live there
     python3 tools/probe_attention_exp2.py
 
 At d = 64 a key block's exponentials keep the special-function unit (16 per clock per SM) as
-busy as the block's two products keep the tensor cores. `references/streaming_attention.py:
-_exp2` can compute 1 or 2 of every 4 exponentials of the unmasked key blocks by a cubic on
-the FMA pipes instead (module switch POLY_EXP2_OF_4). For the Triton kernel's grids (d = 64,
-bf16 and fp16, with and without a causal mask) this checks each variant against a float64
-reference (max error, next to the hardware exp2's), then times it next to SDPA-cuDNN in
-interleaved graph-timing rounds (tools/_timing.py). A diagnostic, not evidence.
+busy as the block's two products keep the tensor cores, by the published rates. Commit 5dfa4de
+gave the reference two module switches, removed in the next commit because both lost
+(benchmarks/results/diagnostics/probe-attention-exp2-*):
+- POLY_EXP2_OF_4 = 1 or 2: that many of every 4 exponentials of the unmasked key blocks
+  computed on the FMA pipes instead (FlashAttention-4's trick on Blackwell): 2^x = 2^floor(x)
+  * 2^f, 2^f a fitted cubic (relative error 8.6e-5), floor(x) from adding 1.5 * 2^23 rounded
+  toward -inf, 2^floor(x) an integer add to the exponent bits; 8 instructions per element in
+  place of one MUFU.EX2. 6-10% slower at 1 of 4, 20-25% at 2 of 4.
+- LAZY_RESCALE_ABOVE = 8: keep the old running max, and skip rescaling acc and l, until some
+  row's max grew by more than 2^8 (the block decides together, so each step adds a reduction
+  across the program's warps). 7-17% slower.
+So the softmax is bound by instruction issue, not by the special-function unit: more
+instructions per element cost time in proportion, whichever unit runs them.
+For the Triton kernel's grids (d = 64, bf16 and fp16, with and without a causal mask) this
+checks each variant against a float64 reference (max error, next to the hardware exp2's), then
+times it next to SDPA-cuDNN in interleaved graph-timing rounds (tools/_timing.py). A
+diagnostic, not evidence.
 """
 
 from __future__ import annotations
@@ -34,6 +46,10 @@ def main() -> int:
 
     if not torch.cuda.is_available():
         print("probe_attention_exp2 times kernels on a GPU; none is visible here")
+        return 2
+    if not hasattr(sa, "LAZY_RESCALE_ABOVE"):
+        print("the switches this probe sets were removed after it ran: check out "
+              "references/streaming_attention.py of commit 5dfa4de first (see the docstring)")
         return 2
     plan = harness.PLANS["sweep"]
 
