@@ -70,8 +70,6 @@ HEAD_DIMS = (64, 128)
 # one warp is allocated a warpgroup's registers) x 32 threads x 168 fit in 64 K. Inside, the
 # consumers raise theirs to 232 and the loader drops to 24 (Hopper's setmaxnreg).
 MAXNREG = 168
-CONSUMER_REGS = 232
-TILE_OVERRIDE: dict | None = None  # experiment: a probe's tile for non-causal calls
 
 
 def _kernel(fn):
@@ -206,9 +204,7 @@ def attention_ws_kernel(
     q_desc, k_desc, v_desc, o_desc,  # TMA descriptors over (H, N, d); q and o blocks of 64 rows
     n_ctx,  # N
     qk_scale,  # scale * log2(e)
-    IS_CAUSAL: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-    LOADER_REGS: gl.constexpr,
-    num_warps: gl.constexpr,
+    IS_CAUSAL: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
 ):
     dtype: gl.constexpr = q_desc.dtype
     ROWS: gl.constexpr = q_desc.block_type.shape[1]
@@ -256,8 +252,7 @@ def attention_ws_kernel(
         (_consumer_1, consumer_args),
         (_load_partition, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready,
                            v_ready, k_empty, v_empty, head, row0, n_blocks)),
-    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])  # warps and registers of consumer 1 and the loader
-    # (see MAXNREG)
+    ], [4, 1], [232, 24])  # warps and registers of consumer 1 and the loader (see MAXNREG)
 
 
 def tma_stride_problem(t: torch.Tensor) -> str | None:
@@ -311,12 +306,7 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
         return TensorDescriptor(t, list(t.shape), list(t.stride()), block,
                                 gl.NVMMASharedLayout.get_default_for(block, layout_dtype))
 
-    tile = dict(block_n=BLOCK_N, stages=STAGES, maxnreg=MAXNREG, consumer_regs=CONSUMER_REGS,
-                loader_regs=24)
-    if TILE_OVERRIDE and not causal:
-        tile.update(TILE_OVERRIDE)
     attention_ws_kernel[(cdiv(n_ctx, BLOCK_M), heads)](
-        descriptor(q, ROWS), descriptor(k, tile["block_n"]), descriptor(v, tile["block_n"]),
+        descriptor(q, ROWS), descriptor(k, BLOCK_N), descriptor(v, BLOCK_N),
         descriptor(out, ROWS), n_ctx, qk_scale,
-        IS_CAUSAL=causal, STAGES=tile["stages"], CONSUMER_REGS=tile["consumer_regs"],
-        LOADER_REGS=tile["loader_regs"], num_warps=4, maxnreg=tile["maxnreg"])
+        IS_CAUSAL=causal, STAGES=STAGES, num_warps=4, maxnreg=MAXNREG)
