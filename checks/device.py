@@ -79,28 +79,13 @@ def torch_device(device: str) -> str:
 
 
 def _patch_interpreter_for_numpy() -> None:
-    """Work around an upstream interpreter bug (triton-lang/triton#9171) with numpy >= 2.3.
+    """Work around an upstream interpreter bug (triton-lang/triton#9171) with numpy >= 2.3:
+    `range()` over a runtime integer fails inside an interpreted kernel. The fix lives beside
+    the kernels (references/_interpreter.py), which apply it themselves when imported under
+    TRITON_INTERPRET=1; the checks apply it too, whichever module they load."""
+    from references._interpreter import patch_numpy_index
 
-    Triton's interpreter (3.6 and earlier) converts a scalar tensor to a Python int with
-    `int(handle.data)`, where `data` is a 1-element array. numpy 2.3 deprecated and 2.4 removed
-    that conversion, so `range(0, n, BLOCK)` over a runtime `n` fails inside an interpreted
-    kernel. We wrap the interpreter's patch of `tl.tensor` so `__index__` squeezes first; this
-    changes nothing where the bug is already fixed. Real GPU compilation never runs this code.
-    """
-    try:
-        from triton.runtime import interpreter
-    except ImportError:
-        return
-    original = getattr(interpreter, "_patch_lang_tensor", None)
-    if original is None or getattr(original, "_workshop_patched", False):
-        return
-
-    def patched(tensor, scope):
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
-
-    patched._workshop_patched = True
-    interpreter._patch_lang_tensor = patched
+    patch_numpy_index()
 
 
 class OutOfBoundsAccess(IndexError):

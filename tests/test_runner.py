@@ -166,3 +166,24 @@ def test_error_inside_a_kernel_points_at_the_kernel_line(tmp_path):
     assert done.returncode == 1
     message = load_json(out)["results"][0]["message"]
     assert "NameError" in message and f"foundations.py:{line})" in message, message
+
+
+def test_kernel_modules_run_under_the_interpreter_without_the_checks():
+    """Triton 3.6's interpreter fails on range() over a runtime integer with numpy >= 2.3
+    (references/_interpreter.py). A script that imports a kernel module under
+    TRITON_INTERPRET=1 and calls it, without the notebooks or the checks, must still work: the
+    package applies the workaround on import. Split softmax's stage kernels loop over chunks
+    with a runtime bound, so they meet the bug."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torch\n"
+            "from references import split_softmax as ss\n"
+            "x = torch.randn(3, 5000)\n"
+            "y = ss.split_softmax(x, chunk=1024)\n"
+            "err = (y.double() - torch.softmax(x.double(), -1)).abs().max().item()\n"
+            "print('OK' if err < 1e-5 else f'WRONG {err}')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.stdout.strip() == "OK", done.stdout + done.stderr
