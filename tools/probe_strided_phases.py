@@ -380,19 +380,9 @@ def exchange_persistent_kernel(
         arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
         while arrived < n_slices:
             arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
-        k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
-        i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I,
-                                          layout=gl.SliceLayout(0, STATS)).to(gl.int64)
-        ok = (k < n_slices) & (i_s < n_i)[None, :]
-        m_k = gl.load(stats_ptr + k * n_i + i_s[None, :], mask=ok, other=-float("inf"),
-                      cache_modifier=".cg")
-        s_k = gl.load(stats_ptr + (n_slices + k) * n_i + i_s[None, :], mask=ok, other=0.0,
-                      cache_modifier=".cg")
-        m_all = gl.max(m_k, axis=0)
-        shift_all = gl.where(m_all == -float("inf"), 0.0, m_all)
-        s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+        m_all, inv_s = _merge(stats_ptr, strip, n_i, n_slices, STATS, BLOCK_I, SLICES)
         m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
-        inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
+        inv_s = gl.convert_layout(inv_s, gl.SliceLayout(0, LOAD))
 
         # The next ticket; each chunk leaves for the output and the next slice's chunk takes
         # its place.
