@@ -1,0 +1,79 @@
+"""What the key splits' merge costs: attention's two kernels timed apart, by the profiler.
+
+    python3 tools/probe_attention_merge.py
+
+One head of 16384 at d = 64 without a mask is the attention goal's worst case (0.89x cuDNN),
+while grids that fill the GPU without splits reach 0.95x. A split call runs two kernels:
+`attention_kernel` (each split's unnormalised state into a float32 workspace) and
+`combine_splits_kernel` (the merge), and between them the GPU idles for a moment. Fusing the
+merge into the first kernel (the last split of a row block to finish merges it) would save the
+second kernel and the gap but not the workspace traffic. This measures what there is to save:
+for split problems, bf16, the device time of each kernel per call (torch.profiler, 20 calls)
+and the wall time of a call in a CUDA graph, next to SDPA-cuDNN. A diagnostic, not evidence.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools._timing import graph_medians_us, sdpa_cudnn  # noqa: E402
+
+SHAPES = [(1, 16384, 64), (1, 16384, 128), (1, 8192, 64), (3, 16384, 64), (2, 16384, 64)]
+CALLS = 20
+
+
+def main() -> int:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from benchmarks import harness
+    from references import streaming_attention as sa
+
+    if not torch.cuda.is_available():
+        print("probe_attention_merge profiles kernels on a GPU; none is visible here")
+        return 2
+    plan = harness.PLANS["sweep"]
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, bf16, {CALLS} profiled "
+          f"calls; graph timing {plan.samples} samples")
+    for heads, n, d in SHAPES:
+        for causal in (False, True):
+            q, k, v = (torch.randn(heads, n, d, device="cuda", dtype=torch.bfloat16)
+                       for _ in range(3))
+            config = sa._config({}, d, q.dtype, causal, n, heads)
+            splits = sa.kv_splits_for(heads, n, config["block_m"], causal, q)
+            ours = lambda q=q, k=k, v=v, causal=causal: sa.attention_heads(  # noqa: E731
+                q, k, v, causal=causal)
+            cudnn = sdpa_cudnn(q, k, v, causal)
+            ours()
+            cudnn()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(CALLS):
+                    ours()
+                torch.cuda.synchronize()
+            per_kernel = defaultdict(float)
+            for event in prof.events():
+                if str(event.device_type).endswith("CUDA"):  # a kernel, not a host op
+                    us = getattr(event, "device_time_total", None)
+                    if us is None:
+                        us = event.cuda_time_total
+                    per_kernel[event.name] += us / CALLS
+            graph_ours, graph_cudnn = graph_medians_us([ours, cudnn], plan)
+            busy = sum(per_kernel.values())
+            path = "Hopper path" if sa._warp_specialize_pays(heads, n, d, causal, q) else \
+                f"kv_splits {splits}"
+            print(f"H={heads} N={n} d={d} causal={causal} ({path}): call {graph_ours:7.1f} us "
+                  f"in a graph (cuDNN {graph_cudnn:7.1f} us, {graph_cudnn / graph_ours:.3f}x); "
+                  f"kernels {busy:7.1f} us busy, {graph_ours - busy:5.1f} us between them",
+                  flush=True)
+            for name, us in sorted(per_kernel.items(), key=lambda kv: -kv[1]):
+                print(f"   {us:8.1f} us  {us / graph_ours:6.1%}  {name[:90]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
