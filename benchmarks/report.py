@@ -100,7 +100,8 @@ def load_evidence(results_dir: Path | str | None = None) -> Evidence:
 
 
 def latest_checks(evidence: Evidence) -> dict[str, dict[str, EvidenceFile]]:
-    """Per device, per workshop: the latest check run of the references that covers it.
+    """Per device, per workshop (in book order): the latest check run of the references that
+    covers it.
 
     Check runs are often split by workshop (several processes on one GPU), so one device's
     evidence can span several files; a later file replaces an earlier one workshop by workshop.
@@ -112,7 +113,10 @@ def latest_checks(evidence: Evidence) -> dict[str, dict[str, EvidenceFile]]:
         device = f.header.get("device", "?")
         for workshop in dict.fromkeys(r["workshop"] for r in f.data.get("results", [])):
             out.setdefault(device, {})[workshop] = f
-    return dict(sorted(out.items(), key=lambda item: _DEVICE_ORDER.get(item[0], 9)))
+    order = {w: i for i, w in enumerate(catalog.WORKSHOP_IDS)}
+    return {device: {w: by_workshop[w] for w in sorted(by_workshop, key=lambda w: order.get(w, 99))}
+            for device, by_workshop in sorted(out.items(),
+                                              key=lambda item: _DEVICE_ORDER.get(item[0], 9))}
 
 
 _DEVICE_ORDER = {"cuda": 0, "interpreter": 1, "cpu": 2}
