@@ -11,10 +11,10 @@ gave the reference two module switches, removed in the next commit because both 
   computed on the FMA pipes instead (FlashAttention-4's trick on Blackwell): 2^x = 2^floor(x)
   * 2^f, 2^f a fitted cubic (relative error 8.6e-5), floor(x) from adding 1.5 * 2^23 rounded
   toward -inf, 2^floor(x) an integer add to the exponent bits; 8 instructions per element in
-  place of one MUFU.EX2. 6-10% slower at 1 of 4, 20-25% at 2 of 4.
+  place of one MUFU.EX2. 2-10% slower at 1 of 4, 8-23% at 2 of 4.
 - LAZY_RESCALE_ABOVE = 8: keep the old running max, and skip rescaling acc and l, until some
   row's max grew by more than 2^8 (the block decides together, so each step adds a reduction
-  across the program's warps). 7-17% slower.
+  across the program's warps). 10-15% slower.
 So the softmax is bound by instruction issue, not by the special-function unit: more
 instructions per element cost time in proportion, whichever unit runs them.
 For the Triton kernel's grids (d = 64, bf16 and fp16, with and without a causal mask) this

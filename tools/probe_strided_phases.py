@@ -28,7 +28,7 @@ section 5) with switches; with all of them off it is the reference kernel. The m
   no sum pass remains after the last chunk.
 - lastmerge: only the strip's last slice to count in merges the strip's (max, sum) pairs and
   publishes (M, 1 / S) behind a flag, so the merge's reads from L2 fall n_slices-fold (32 KiB
-  per program at 32768 positions). Measured: 8-76% slower (0.29 of copy at 32768), since
+  per program at 32768 positions). Measured: 8-78% slower (0.29 of copy at 32768), since
   every slice then waits for one program's merge (LAST_MERGES).
 Each variant is compared with a float64 softmax before it is timed; the outputs are kept in
 benchmarks/results/diagnostics/probe-strided-{regs,persistent,waves,timeline,sync,online,
