@@ -113,13 +113,21 @@ def latest_checks(evidence: Evidence) -> dict[str, dict[str, EvidenceFile]]:
         device = f.header.get("device", "?")
         for workshop in dict.fromkeys(r["workshop"] for r in f.data.get("results", [])):
             out.setdefault(device, {})[workshop] = f
-    order = {w: i for i, w in enumerate(catalog.WORKSHOP_IDS)}
-    return {device: {w: by_workshop[w] for w in sorted(by_workshop, key=lambda w: order.get(w, 99))}
-            for device, by_workshop in sorted(out.items(),
-                                              key=lambda item: _DEVICE_ORDER.get(item[0], 9))}
+    return {device: dict(_in_book_order(by_workshop)) for device, by_workshop in _by_device(out)}
 
 
 _DEVICE_ORDER = {"cuda": 0, "interpreter": 1, "cpu": 2}
+
+
+def _by_device(out: dict) -> list[tuple[str, dict]]:
+    """(device, per-workshop evidence) pairs, the GPU first, then the interpreter."""
+    return sorted(out.items(), key=lambda item: _DEVICE_ORDER.get(item[0], 9))
+
+
+def _in_book_order(by_workshop: dict) -> list[tuple[str, object]]:
+    """(workshop, evidence) pairs in the book's order (unknown workshops last)."""
+    order = {w: i for i, w in enumerate(catalog.WORKSHOP_IDS)}
+    return sorted(by_workshop.items(), key=lambda item: order.get(item[0], 99))
 
 
 _ROWS_OF = {"bugzoo": "bugs", "badcalls": "checks"}  # where each kind keeps its per-workshop rows
@@ -137,10 +145,8 @@ def latest_rows(evidence: Evidence, kind: str) -> dict[str, list[tuple[EvidenceF
         for workshop in dict.fromkeys(r["workshop"] for r in rows):
             mine = [r for r in rows if r["workshop"] == workshop]
             out.setdefault(f.header.get("device", "?"), {})[workshop] = (f, mine)
-    order = {w: i for i, w in enumerate(catalog.WORKSHOP_IDS)}
-    return {device: [by_workshop[w] for w in sorted(by_workshop, key=lambda w: order.get(w, 99))]
-            for device, by_workshop in sorted(out.items(),
-                                              key=lambda item: _DEVICE_ORDER.get(item[0], 9))}
+    return {device: [rows for _, rows in _in_book_order(by_workshop)]
+            for device, by_workshop in _by_device(out)}
 
 
 def _files_line(parts: list[tuple[EvidenceFile, list]]) -> str:

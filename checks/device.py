@@ -67,7 +67,11 @@ def select(choice: str = AUTO) -> str:
             "setup cell first, before anything imports a kernel module.")
     os.environ["TRITON_INTERPRET"] = wanted
     if device == INTERPRETER:
-        _patch_interpreter_for_numpy()
+        # Triton 3.6's interpreter vs numpy >= 2.3 (triton-lang/triton#9171): the workaround
+        # lives beside the kernels, which also apply it themselves when imported under it.
+        from references._interpreter import patch_numpy_index
+
+        patch_numpy_index()
         _install_interpreter_bounds_check()
     _selected = device
     return device
@@ -76,16 +80,6 @@ def select(choice: str = AUTO) -> str:
 def torch_device(device: str) -> str:
     """The torch device that tensors live on for a given run device."""
     return "cuda" if device == CUDA else "cpu"
-
-
-def _patch_interpreter_for_numpy() -> None:
-    """Work around an upstream interpreter bug (triton-lang/triton#9171) with numpy >= 2.3:
-    `range()` over a runtime integer fails inside an interpreted kernel. The fix lives beside
-    the kernels (references/_interpreter.py), which apply it themselves when imported under
-    TRITON_INTERPRET=1; the checks apply it too, whichever module they load."""
-    from references._interpreter import patch_numpy_index
-
-    patch_numpy_index()
 
 
 class OutOfBoundsAccess(IndexError):
