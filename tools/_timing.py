@@ -34,16 +34,17 @@ def sdpa_cudnn(q, k, v, causal: bool):
     return run
 
 
-def attention_problems(shapes, dims=(64, 128)):
+def attention_problems(shapes, dims=(64, 128), dtype=None):
     """(heads, n, d, causal, q, k, v, flops) for each (heads, n) of `shapes`, each head dim and
-    both masks: fresh random bf16 (H, N, d) inputs on the GPU, FLOPs counted as the benchmark
-    counts them (4 H N^2 d, halved when causal)."""
+    both masks: fresh random (H, N, d) inputs on the GPU (bf16 unless `dtype` says), FLOPs
+    counted as the benchmark counts them (4 H N^2 d, halved when causal)."""
     import torch
 
+    dtype = dtype or torch.bfloat16
     for heads, n in shapes:
         for d in dims:
             for causal in (False, True):
-                q, k, v = (torch.randn(heads, n, d, device="cuda", dtype=torch.bfloat16)
+                q, k, v = (torch.randn(heads, n, d, device="cuda", dtype=dtype)
                            for _ in range(3))
                 yield heads, n, d, causal, q, k, v, 4 * heads * n * n * d // (2 if causal else 1)
 

@@ -20,6 +20,12 @@ about 2 programs per SM) against a rule that also splits a grid whose last wave 
 d = 64 without a mask only, on split grids (one or two heads of 8192-16384) and a full-grid
 control: the 128 x 64 / 8-warp tile with 3 and 4 pipeline stages, at the launcher's number of
 key splits and twice it (the tiles probe saw 4 stages win on one head of 16384).
+
+    python3 tools/probe_attention_splits.py --deep
+
+The launcher's rule that came of it (4 stages for split programs of 8192 keys or more:
+_DEEP_PIPELINE_KEYS) against 3 to 6 stages at the launcher's splits, on 1-5 heads of 16384,
+both 16-bit dtypes, and two controls the rule leaves alone (one head of 8192, 16 of 4096).
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--deep" in argv:
+        return deep_probe(plan)
     if "--waves" in argv:
         return waves_probe(plan)
     shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
@@ -163,6 +171,37 @@ def stages_probe(plan) -> int:
         for label, us in zip(calls, times, strict=True):
             print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
                   f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+def deep_probe(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, d = 64, no mask")
+    shapes = [(1, 8192), (1, 16384), (2, 16384), (3, 16384), (5, 16384), (16, 4096)]
+    for dtype in (torch.bfloat16, torch.float16):
+        for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,),
+                                                                       dtype=dtype):
+            if causal:
+                continue
+            cudnn = sdpa_cudnn(q, k, v, causal)
+            splits = sa.kv_splits_for(heads, n, 128, causal, q)
+            variants = [{}] + [dict(block_m=128, block_n=64, num_warps=8, num_stages=st,
+                                    kv_splits=splits) for st in (3, 4, 5, 6)]
+
+            def ours(knobs, q=q, k=k, v=v):
+                return lambda: sa.attention_heads(q, k, v, **knobs)
+
+            calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in variants})
+            times = graph_medians_us(list(calls.values()), plan)
+            print(f"{str(dtype)[6:]} H={heads} N={n} d={d} (kv_splits {splits}, "
+                  f"{n // splits} keys each):", flush=True)
+            for label, us in zip(calls, times, strict=True):
+                print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                      f"{times[0] / us:.2f}x cudnn", flush=True)
     return 0
 
 
