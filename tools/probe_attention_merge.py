@@ -2,7 +2,8 @@
 
     python3 tools/probe_attention_merge.py
 
-One head of 16384 at d = 64 without a mask is the attention goal's worst case (0.89x cuDNN),
+One head of 16384 at d = 64 without a mask is the attention goal's worst case (0.89x cuDNN when
+this ran; 0.93x since split programs that long take 4 pipeline stages),
 while grids that fill the GPU without splits reach 0.95x. A split call runs two kernels:
 `attention_kernel` (each split's unnormalised state into a float32 workspace) and
 `combine_splits_kernel` (the merge), and between them the GPU idles for a moment. Fusing the
