@@ -365,6 +365,14 @@ _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no
 _SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (causal: True)
 _SPLIT_WAVE_FILL = 0.9  # without a mask: how full a grid's waves must be (see above)
 _SPLIT_MIN_KEYS = 1024  # keys each split walks, at least
+# A split program of 128 rows at d <= 64 without a mask that walks this many keys or more
+# prefetches one more K/V block (4 pipeline stages instead of default_config's 3). Measured on
+# the H200 (bf16, graph timing, diagnostics/probe-attention-stages-*): 4 stages won 3-4% on
+# every split grid whose programs walk 8192 keys (one head of 16384: 0.89x -> 0.93x cuDNN;
+# 2 and 3 heads of 16384 in 2 splits) and lost 1-2% at 2048-4096 keys; unsplit programs of
+# 16384 keys tied. Why only the split ones gain was not found.
+_DEEP_PIPELINE_KEYS = 8192
+_DEEP_PIPELINE_STAGES = 4
 
 
 def kv_splits_for(heads: int, n_ctx: int, block_m: int, causal: bool, q: torch.Tensor) -> int:
@@ -590,6 +598,10 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     if splits is None:
         splits = kv_splits_for(heads, n_ctx, block_m, causal, q)
     splits = min(splits, cdiv(n_ctx, block_n))  # at most one split per key block
+    num_stages = config["num_stages"]
+    if (config["auto_path"] and splits > 1 and n_ctx // splits >= _DEEP_PIPELINE_KEYS
+            and block_m == 128 and head_dim <= 64 and not causal):
+        num_stages = _DEEP_PIPELINE_STAGES  # long split programs: see _DEEP_PIPELINE_KEYS
     workspace = (out, out, out)  # KV_SPLITS = 1: never touched
     if splits > 1:
         n_pad = row_blocks * block_m
@@ -604,7 +616,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         USE_TMA=use_tma, HOST_DESCRIPTORS=host_descriptors,
         UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=config["num_stages"],
+        KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=num_stages,
     )
     if splits > 1:
         combine_splits_kernel[(cdiv(n_ctx, _COMBINE_ROWS), heads)](

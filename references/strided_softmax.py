@@ -39,9 +39,9 @@ Limitations
   reduction only for short rows (up to 2048) and walks longer ones in two passes, split over
   several programs per strip when there are few strips; float32 rows of up to 32768 on a GPU
   take the exchange instead (one read), 16-bit ones its shared-memory version on compute
-  capability 9.x. 16-bit transposed rows longer than 2048 stay under 0.6 of the copy
-  bandwidth (0.59 at 4096 down to 0.50 at 32768 on the H200; the validation report says
-  why). Very wide contiguous rows with few of them leave most of the GPU idle on path A: that
+  capability 9.x. 16-bit transposed rows longer than 4096 stay under 0.6 of the copy
+  bandwidth (0.62 at 4096, 0.57 at 8192, down to 0.50 at 32768 on the H200; the validation
+  report says why). Very wide contiguous rows with few of them leave most of the GPU idle on path A: that
   is the split softmax workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
 - Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
