@@ -138,8 +138,6 @@ _SMEM_SHORT = (1024, 32, 4)
 _SMEM_LONG = (512, 64, 8)
 _SMEM_FLOAT32 = (512, 32, 4)
 _SMEM_CHUNK = 64  # positions per chunk: each chunk passes through registers on its own
-_SMEM_PROGRAMS_PER_SM = None  # EXPERIMENT: launch this many programs per SM, each looping
-_SMEM_MAXNREG = None  # EXPERIMENT: registers per thread at launch (80: three 8-warp programs)
 _SMEM_MAX_BYTES = 65536  # a slice in shared memory: at most 64 KiB, so three fit an SM
 PATHS = ("A", "B")
 
@@ -482,7 +480,6 @@ def softmax_across_exchange_smem_kernel(
     # knows every row starts on a 16-byte boundary, which it cannot see in a stride of 40
     stride_oi, stride_or,
     n_slices,  # slices per strip (at most the number of SMs: see plan())
-    n_tickets,  # EXPERIMENT: strips * n_slices; a program takes tickets until they run out
     BLOCK_I: gl.constexpr,  # neighbouring rows per strip
     BLOCK_R: gl.constexpr,  # positions per slice: a slice is held in shared memory
     CHUNK_R: gl.constexpr,  # positions per chunk: the slice goes through registers chunk by chunk
@@ -517,98 +514,94 @@ def softmax_across_exchange_smem_kernel(
     # chunk a trip, by width and dtype: benchmarks/results/diagnostics/probe-strided-mufu-*).
     PAIR: gl.constexpr = 2 if NCHUNK > 1 else 1
 
-    tile = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, CHUNK_R, BLOCK_I], SMEM)
     ticket = gl.atomic_add(counters_ptr, 1)  # the order in which programs started
-    while ticket < n_tickets:
-        strip = (ticket // n_slices).to(gl.int64)
-        slice_id = (ticket % n_slices).to(gl.int64)
-        r0 = slice_id * BLOCK_R
+    strip = (ticket // n_slices).to(gl.int64)
+    slice_id = (ticket % n_slices).to(gl.int64)
+    r0 = slice_id * BLOCK_R
+    tile = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [NCHUNK, CHUNK_R, BLOCK_I], SMEM)
 
-        # 1. The slice into shared memory, every chunk's copy in flight at once. Masked lanes are
-        #    filled with 0, so the statistics below mask positions past n_r themselves.
-        i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
-        rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
-        # Whole 16-byte runs or nothing: a run that starts before n_i is copied whole (cp.async
-        # moves at least 4 bytes, so a mask may not cut a run of 16-bit values). plan() checks
-        # that x's storage holds those few elements past n_i; they only ever reach rows >= n_i,
-        # which are never stored.
-        i_copy = gl.max_constancy((i - i % VEC) < n_i, [VEC])  # (tells the compiler it is so)
-        for cc in gl.static_range(NCHUNK):  # one group of copies per chunk
-            r = r0 + cc * CHUNK_R + rc
-            async_copy.async_copy_global_to_shared(tile.index(cc),
-                                                   x_ptr + i[None, :] + r[:, None] * (runs_xr * VEC),
-                                                   mask=(r < n_r)[:, None] & i_copy[None, :])
-            async_copy.commit_group()
+    # 1. The slice into shared memory, every chunk's copy in flight at once. Masked lanes are
+    #    filled with 0, so the statistics below mask positions past n_r themselves.
+    i = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, LOAD)).to(gl.int64)
+    rc = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, LOAD)).to(gl.int64)
+    # Whole 16-byte runs or nothing: a run that starts before n_i is copied whole (cp.async
+    # moves at least 4 bytes, so a mask may not cut a run of 16-bit values). plan() checks
+    # that x's storage holds those few elements past n_i; they only ever reach rows >= n_i,
+    # which are never stored.
+    i_copy = gl.max_constancy((i - i % VEC) < n_i, [VEC])  # (tells the compiler it is so)
+    for cc in gl.static_range(NCHUNK):  # one group of copies per chunk
+        r = r0 + cc * CHUNK_R + rc
+        async_copy.async_copy_global_to_shared(tile.index(cc),
+                                               x_ptr + i[None, :] + r[:, None] * (runs_xr * VEC),
+                                               mask=(r < n_r)[:, None] & i_copy[None, :])
+        async_copy.commit_group()
 
-        # 2. This slice's max and sum per row, from shared memory: elementwise over the chunks,
-        #    then one reduction across lanes and warps. The maxima in x's own dtype (exact). The
-        #    max starts on each chunk as soon as that chunk has landed, while the later ones are
-        #    still on their way (the count a wait_group leaves in flight is a compile-time number,
-        #    so this loop is unrolled).
-        m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), x_ptr.dtype.element_ty, layout=LOAD)
-        for cw in gl.static_range(NCHUNK):
-            async_copy.wait_group(NCHUNK - 1 - cw)
-            gl.thread_barrier()  # every lane's copies of chunk cw have landed
-            xm = tile.index(cw).load(LOAD)
+    # 2. This slice's max and sum per row, from shared memory: elementwise over the chunks,
+    #    then one reduction across lanes and warps. The maxima in x's own dtype (exact). The
+    #    max starts on each chunk as soon as that chunk has landed, while the later ones are
+    #    still on their way (the count a wait_group leaves in flight is a compile-time number,
+    #    so this loop is unrolled).
+    m2 = gl.full([CHUNK_R, BLOCK_I], -float("inf"), x_ptr.dtype.element_ty, layout=LOAD)
+    for cw in gl.static_range(NCHUNK):
+        async_copy.wait_group(NCHUNK - 1 - cw)
+        gl.thread_barrier()  # every lane's copies of chunk cw have landed
+        xm = tile.index(cw).load(LOAD)
+        if not EVEN_R:
+            xm = gl.where((r0 + cw * CHUNK_R + rc < n_r)[:, None], xm, -float("inf"))
+        m2 = gl.maximum(m2, xm).to(m2.dtype)  # (bfloat16 maxima come back as float32)
+    m = gl.max(m2, axis=0).to(gl.float32)  # (BLOCK_I,)
+    shift = gl.where(m == -float("inf"), 0.0, m)  # a slice of only -inf: no -inf - (-inf)
+    s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
+    for c2 in range(NCHUNK // PAIR):
+        for h in gl.static_range(PAIR):
+            c = PAIR * c2 + h
+            p = gl.exp2((tile.index(c).load(LOAD).to(gl.float32) - shift[None, :]) * LOG2E)
             if not EVEN_R:
-                xm = gl.where((r0 + cw * CHUNK_R + rc < n_r)[:, None], xm, -float("inf"))
-            m2 = gl.maximum(m2, xm).to(m2.dtype)  # (bfloat16 maxima come back as float32)
-        m = gl.max(m2, axis=0).to(gl.float32)  # (BLOCK_I,)
-        shift = gl.where(m == -float("inf"), 0.0, m)  # a slice of only -inf: no -inf - (-inf)
-        s2 = gl.zeros([CHUNK_R, BLOCK_I], gl.float32, layout=LOAD)
-        for c2 in range(NCHUNK // PAIR):
-            for h in gl.static_range(PAIR):
-                c = PAIR * c2 + h
-                p = gl.exp2((tile.index(c).load(LOAD).to(gl.float32) - shift[None, :]) * LOG2E)
-                if not EVEN_R:
-                    p = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
-                s2 += p
-        slot = slice_id * n_i + i
-        gl.store(stats_ptr + slot, m, mask=i < n_i)
-        gl.store(stats_ptr + n_slices * n_i + slot, gl.sum(s2, axis=0), mask=i < n_i)
+                p = gl.where((r0 + c * CHUNK_R + rc < n_r)[:, None], p, 0.0)
+            s2 += p
+    slot = slice_id * n_i + i
+    gl.store(stats_ptr + slot, m, mask=i < n_i)
+    gl.store(stats_ptr + n_slices * n_i + slot, gl.sum(s2, axis=0), mask=i < n_i)
 
-        # 3. Count in, wait for the strip's other slices (see softmax_across_exchange_kernel for
-        #    why the wait cannot deadlock), merge every slice's (max, sum).
-        gl.thread_barrier()
-        arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
-        while arrived < n_slices:
-            arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
-        k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
-        i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STATS)).to(gl.int64)
-        ok = (k < n_slices) & (i_s < n_i)[None, :]
-        m_k = gl.load(stats_ptr + k * n_i + i_s[None, :], mask=ok, other=-float("inf"),
-                      cache_modifier=".cg")
-        s_k = gl.load(stats_ptr + (n_slices + k) * n_i + i_s[None, :], mask=ok, other=0.0,
-                      cache_modifier=".cg")
-        m_all = gl.max(m_k, axis=0)
-        shift_all = gl.where(m_all == -float("inf"), 0.0, m_all)
-        s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
-        m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
-        inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
+    # 3. Count in, wait for the strip's other slices (see softmax_across_exchange_kernel for
+    #    why the wait cannot deadlock), merge every slice's (max, sum).
+    gl.thread_barrier()
+    arrived = gl.atomic_add(counters_ptr + 1 + strip, 1, sem="acq_rel") + 1
+    while arrived < n_slices:
+        arrived = gl.atomic_add(counters_ptr + 1 + strip, 0, sem="acquire")
+    k = gl.arange(0, SLICES, layout=gl.SliceLayout(1, STATS)).to(gl.int64)[:, None]
+    i_s = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STATS)).to(gl.int64)
+    ok = (k < n_slices) & (i_s < n_i)[None, :]
+    m_k = gl.load(stats_ptr + k * n_i + i_s[None, :], mask=ok, other=-float("inf"),
+                  cache_modifier=".cg")
+    s_k = gl.load(stats_ptr + (n_slices + k) * n_i + i_s[None, :], mask=ok, other=0.0,
+                  cache_modifier=".cg")
+    m_all = gl.max(m_k, axis=0)
+    shift_all = gl.where(m_all == -float("inf"), 0.0, m_all)
+    s_all = gl.sum(s_k * gl.exp2((m_k - shift_all[None, :]) * LOG2E), axis=0)
+    m_all = gl.convert_layout(m_all, gl.SliceLayout(0, LOAD))
+    inv_s = gl.convert_layout(1.0 / s_all, gl.SliceLayout(0, LOAD))
 
-        # 4. y = exp(x - M) / S, chunk by chunk from shared memory. For an output that runs along
-        #    R, convert_layout re-lays each chunk (through shared memory, bank-conflict free) so
-        #    that the stores run along R too.
-        i_o = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STORE)).to(gl.int64)
-        rc_o = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, STORE)).to(gl.int64)
-        for c2 in range(NCHUNK // PAIR):
-            for h in gl.static_range(PAIR):
-                c = PAIR * c2 + h
-                x = tile.index(c).load(LOAD).to(gl.float32)
-                y = (gl.exp2((x - m_all[None, :]) * LOG2E) * inv_s[None, :])
-                y = y.to(out_ptr.dtype.element_ty)
-                if OUT_ALONG_R:
-                    r_o = r0 + c * CHUNK_R + rc_o
-                    keep = (i_o < n_i)[None, :] & ((r_o < n_r)[:, None] if not EVEN_R else True)
-                    gl.store(out_ptr + i_o[None, :] * stride_oi + r_o[:, None],
-                             gl.convert_layout(y, STORE), mask=keep)
-                else:
-                    r_x = r0 + c * CHUNK_R + rc
-                    keep = (i < n_i)[None, :] & ((r_x < n_r)[:, None] if not EVEN_R else True)
-                    gl.store(out_ptr + i[None, :] + r_x[:, None] * stride_or, y, mask=keep)
-        # EXPERIMENT: every lane is done with the tile before the next slice lands in it.
-        gl.thread_barrier()
-        ticket = gl.atomic_add(counters_ptr, 1)
+    # 4. y = exp(x - M) / S, chunk by chunk from shared memory. For an output that runs along
+    #    R, convert_layout re-lays each chunk (through shared memory, bank-conflict free) so
+    #    that the stores run along R too.
+    i_o = strip * BLOCK_I + gl.arange(0, BLOCK_I, layout=gl.SliceLayout(0, STORE)).to(gl.int64)
+    rc_o = gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, STORE)).to(gl.int64)
+    for c2 in range(NCHUNK // PAIR):
+        for h in gl.static_range(PAIR):
+            c = PAIR * c2 + h
+            x = tile.index(c).load(LOAD).to(gl.float32)
+            y = (gl.exp2((x - m_all[None, :]) * LOG2E) * inv_s[None, :])
+            y = y.to(out_ptr.dtype.element_ty)
+            if OUT_ALONG_R:
+                r_o = r0 + c * CHUNK_R + rc_o
+                keep = (i_o < n_i)[None, :] & ((r_o < n_r)[:, None] if not EVEN_R else True)
+                gl.store(out_ptr + i_o[None, :] * stride_oi + r_o[:, None],
+                         gl.convert_layout(y, STORE), mask=keep)
+            else:
+                r_x = r0 + c * CHUNK_R + rc
+                keep = (i < n_i)[None, :] & ((r_x < n_r)[:, None] if not EVEN_R else True)
+                gl.store(out_ptr + i[None, :] + r_x[:, None] * stride_or, y, mask=keep)
 
 
 def _choose_path(n_r: int, n_i: int, stride_r: int, stride_i: int, stride_or: int) -> str:
@@ -949,15 +942,12 @@ def softmax(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if p.smem:
         stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)
         counters = torch.zeros(1 + p.grid, dtype=torch.int32, device=x.device)
-        programs = p.grid * p.splits
-        if _SMEM_PROGRAMS_PER_SM is not None:  # EXPERIMENT: persistent programs
-            programs = min(programs, _SMEM_PROGRAMS_PER_SM * _gpu_sms(x))
-        softmax_across_exchange_smem_kernel[(programs,)](
+        softmax_across_exchange_smem_kernel[(p.grid * p.splits,)](
             x, out, stats, counters, p.n_i, p.n_r, p.stride_xr // (16 // x.element_size()),
-            p.stride_oi, p.stride_or, p.splits, p.grid * p.splits, BLOCK_I=p.block_i,
-            BLOCK_R=p.block_r, CHUNK_R=_SMEM_CHUNK, SLICES=_pow2(p.splits), VEC=16 // x.element_size(),
+            p.stride_oi, p.stride_or, p.splits, BLOCK_I=p.block_i, BLOCK_R=p.block_r,
+            CHUNK_R=_SMEM_CHUNK, SLICES=_pow2(p.splits), VEC=16 // x.element_size(),
             EVEN_R=p.n_r % p.block_r == 0, OUT_ALONG_R=p.stride_or == 1,
-            num_warps=p.num_warps, **({} if _SMEM_MAXNREG is None else {"maxnreg": _SMEM_MAXNREG}))
+            num_warps=p.num_warps)
         return out
     if p.exchange:
         stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32, device=x.device)

@@ -2,6 +2,10 @@
 
     python3 tools/probe_strided_persistent.py
 
+Runs only at commit f601c20, where the reference has the loop and the two switches (the next
+commit took them out again: `git checkout f601c20 -- references/strided_softmax.py`). Output:
+diagnostics/probe-strided-persistent-loop-*.
+
 The fourteenth session's timeline (diagnostics/probe-strided-timeline-*) found 356-363 of the
 396 program slots busy on average: a program slot idles between one program's end and the next
 one's start. At the commit this probe was written for (see the diagnostics README), the
