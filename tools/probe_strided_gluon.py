@@ -9,6 +9,11 @@ transposed views of float16, bfloat16 and float32 rows of 4096 to 32768 (graph t
 variant in the same rounds), each output first compared with a float64 softmax. The defaults
 `_SMEM_SHORT` and `_SMEM_LONG` come from its runs (benchmarks/results/diagnostics/).
 
+    python3 tools/probe_strided_gluon.py --narrow
+
+16-bit only, strips of 16 and 8 rows (VARIANTS_NARROW): longer slices for the same shared
+memory, or half of it per program.
+
 Earlier versions of this file held the kernel itself while it was being written, and a
 persistent, double-buffered variant that was slower and not adopted; their outputs are kept
 in diagnostics/ with the commit that produced them (`git show <commit>:tools/...`).
@@ -27,16 +32,25 @@ VARIANTS = [dict(block_r=1024, block_i=32, num_warps=4), dict(block_r=512, block
             dict(block_r=512, block_i=32, num_warps=4), dict(block_r=256, block_i=64, num_warps=4),
             dict(block_r=1024, block_i=32, num_warps=8)]
 SHAPES = ((4096, 16384), (8192, 8192), (16384, 4096), (32768, 2048))  # (width, rows): 2^26
+# --narrow: strips of 16 and 8 rows (32- and 16-byte runs of 16-bit x per row): longer slices,
+# so fewer per strip, or half the shared memory per program, so six programs per SM.
+VARIANTS_NARROW = [dict(block_r=1024, block_i=16, num_warps=4), dict(block_r=1024, block_i=16,
+                   num_warps=2), dict(block_r=2048, block_i=16, num_warps=4),
+                   dict(block_r=2048, block_i=16, num_warps=8), dict(block_r=2048, block_i=8,
+                   num_warps=2), dict(block_r=4096, block_i=8, num_warps=4)]
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     import torch
 
     from benchmarks import harness
     from references import strided_softmax as ss
 
     plan = harness.PLANS["sweep"]
-    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+    narrow = "--narrow" in argv
+    dtypes = (torch.float16, torch.bfloat16) if narrow else (torch.float16, torch.bfloat16,
+                                                             torch.float32)
+    for dtype in dtypes:
         for width, rows in SHAPES:
             x = torch.randn(width, rows, device="cuda", dtype=dtype).t()  # a transposed view
             expected = torch.softmax(x.double(), dim=-1)
@@ -45,7 +59,7 @@ def main() -> int:
             calls = {"copy": lambda: dst.copy_(x.t()),
                      f"default smem={p.smem} block_r={p.block_r} block_i={p.block_i}":
                      lambda: ss.softmax(x)}
-            for knobs in VARIANTS:
+            for knobs in (VARIANTS_NARROW if narrow else VARIANTS):
                 label = " ".join(f"{k}={v}" for k, v in knobs.items())
                 try:
                     err = (ss.softmax(x, smem=True, **knobs).double() - expected).abs().max()
@@ -62,4 +76,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
