@@ -21,6 +21,13 @@ d = 64 without a mask only, on split grids (one or two heads of 8192-16384) and 
 control: the 128 x 64 / 8-warp tile with 3 and 4 pipeline stages, at the launcher's number of
 key splits and twice it (the tiles probe saw 4 stages win on one head of 16384).
 
+    python3 tools/probe_attention_splits.py --full-waves
+
+d = 64 without a mask, grids that fill the GPU: head counts whose 128-row programs make a
+whole number of waves of 264 (2 per SM; 33 heads of 4096, 33 of 8192) against their
+neighbours (16, 32 heads), to see whether a partly filled last wave is what the full grids
+lose to cuDNN (0.95x-0.96x).
+
     python3 tools/probe_attention_splits.py --deep
 
 The launcher's rule that came of it (4 stages for split programs of 8192 keys or more:
@@ -71,6 +78,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--full-waves" in argv:
+        return full_waves_probe(plan)
     if "--deep" in argv:
         return deep_probe(plan)
     if "--waves" in argv:
@@ -171,6 +180,32 @@ def stages_probe(plan) -> int:
         for label, us in zip(calls, times, strict=True):
             print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
                   f"{times[0] / us:.2f}x cudnn", flush=True)
+    return 0
+
+
+def full_waves_probe(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16, d = 64, no mask; 2 programs of 128 rows per SM: "
+          f"{2 * torch.cuda.get_device_properties(0).multi_processor_count} per wave")
+    slots = 2 * torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = [(16, 4096), (32, 4096), (33, 4096), (66, 4096), (32, 8192), (33, 8192)]
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+        if causal:
+            continue
+        programs = heads * n // 128
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {
+            "launcher default": lambda q=q, k=k, v=v: sa.attention_heads(q, k, v)})
+        times = graph_medians_us(list(calls.values()), plan)
+        print(f"H={heads} N={n}: {programs} programs = {programs / slots:.2f} waves "
+              f"(kv_splits {sa.kv_splits_for(heads, n, 128, causal, q)})", flush=True)
+        for label, us in zip(calls, times, strict=True):
+            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.3f}x cudnn", flush=True)
     return 0
 
 
