@@ -64,6 +64,23 @@ def _label(knobs: dict) -> str:
     return f"{tile} kv_splits={knobs['kv_splits']}"
 
 
+def _time_against_cudnn(title: str, q, k, v, causal: bool, flops: int, variants: dict, plan,
+                        digits: int = 2) -> None:
+    """Time each variant (label -> attention_heads knobs) that matches SDPA-cuDNN's output,
+    next to SDPA-cuDNN itself, in graph rounds; print `title`, then one line per call."""
+    from references import streaming_attention as sa
+
+    cudnn = sdpa_cudnn(q, k, v, causal)
+    calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {
+        label: (lambda knobs=knobs: sa.attention_heads(q, k, v, causal=causal, **knobs))
+        for label, knobs in variants.items()})
+    times = graph_medians_us(list(calls.values()), plan)
+    print(title, flush=True)
+    for label, us in zip(calls, times, strict=True):
+        print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+              f"{times[0] / us:.{digits}f}x cudnn", flush=True)
+
+
 def main(argv: list[str]) -> int:
     import torch
 
@@ -90,22 +107,12 @@ def main(argv: list[str]) -> int:
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16")
     for heads, n, d, causal, q, k, v, flops in attention_problems(shapes):
-        cudnn = sdpa_cudnn(q, k, v, causal)
         variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[d] for s in (1, 2, 4, 8)]
-
-        def ours(knobs, q=q, k=k, v=v, causal=causal):
-            return lambda: sa.attention_heads(q, k, v, causal=causal, **knobs)
-
-        calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in variants})
-        fns, labels = list(calls.values()), list(calls)
         default_splits = sa.kv_splits_for(
             heads, n, sa._config({}, d, q.dtype, causal, n, heads)["block_m"], causal, q)
-        times = graph_medians_us(fns, plan)
-        print(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
-              f"{default_splits}):", flush=True)
-        for label, us in zip(labels, times, strict=True):
-            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                  f"{times[0] / us:.2f}x cudnn", flush=True)
+        _time_against_cudnn(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
+                            f"{default_splits}):", q, k, v, causal, flops,
+                            {_label(t): t for t in variants}, plan)
     return 0
 
 
@@ -137,21 +144,11 @@ def waves_probe(plan) -> int:
         programs = heads * -(-n // block_m)
         default = sa.kv_splits_for(heads, n, block_m, causal, q)
         rule = wave_splits(programs, n, slots)
-        cudnn = sdpa_cudnn(q, k, v, causal)
         variants = {f"launcher default (kv_splits {default})": {}}
         if rule != default:
             variants[f"wave rule (kv_splits {rule})"] = dict(kv_splits=rule)
-
-        def ours(knobs, q=q, k=k, v=v):
-            return lambda: sa.attention_heads(q, k, v, **knobs)
-
-        calls = {"sdpa-cudnn": cudnn} | matching(
-            cudnn, {label: ours(t) for label, t in variants.items()})
-        times = graph_medians_us(list(calls.values()), plan)
-        print(f"H={heads} N={n} d={d} ({programs} programs of {block_m} rows):", flush=True)
-        for label, us in zip(calls, times, strict=True):
-            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                  f"{times[0] / us:.2f}x cudnn", flush=True)
+        _time_against_cudnn(f"H={heads} N={n} d={d} ({programs} programs of {block_m} rows):",
+                            q, k, v, causal, flops, variants, plan)
     return 0
 
 
@@ -166,20 +163,11 @@ def stages_probe(plan) -> int:
     for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
         if causal:
             continue
-        cudnn = sdpa_cudnn(q, k, v, causal)
         splits = sa.kv_splits_for(heads, n, 128, causal, q)
         variants = [{}] + [dict(block_m=128, block_n=64, num_warps=8, num_stages=st, kv_splits=s)
                            for s in sorted({splits, min(2 * splits, 16)}) for st in (3, 4)]
-
-        def ours(knobs, q=q, k=k, v=v):
-            return lambda: sa.attention_heads(q, k, v, **knobs)
-
-        calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in variants})
-        times = graph_medians_us(list(calls.values()), plan)
-        print(f"H={heads} N={n} d={d} (default kv_splits {splits}):", flush=True)
-        for label, us in zip(calls, times, strict=True):
-            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                  f"{times[0] / us:.2f}x cudnn", flush=True)
+        _time_against_cudnn(f"H={heads} N={n} d={d} (default kv_splits {splits}):", q, k, v,
+                            causal, flops, {_label(t): t for t in variants}, plan)
     return 0
 
 
@@ -193,19 +181,13 @@ def full_waves_probe(plan) -> int:
           f"{2 * torch.cuda.get_device_properties(0).multi_processor_count} per wave")
     slots = 2 * torch.cuda.get_device_properties(0).multi_processor_count
     shapes = [(16, 4096), (32, 4096), (33, 4096), (66, 4096), (32, 8192), (33, 8192)]
-    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+    for heads, n, _d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
         if causal:
             continue
         programs = heads * n // 128
-        cudnn = sdpa_cudnn(q, k, v, causal)
-        calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {
-            "launcher default": lambda q=q, k=k, v=v: sa.attention_heads(q, k, v)})
-        times = graph_medians_us(list(calls.values()), plan)
-        print(f"H={heads} N={n}: {programs} programs = {programs / slots:.2f} waves "
-              f"(kv_splits {sa.kv_splits_for(heads, n, 128, causal, q)})", flush=True)
-        for label, us in zip(calls, times, strict=True):
-            print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                  f"{times[0] / us:.3f}x cudnn", flush=True)
+        _time_against_cudnn(f"H={heads} N={n}: {programs} programs = {programs / slots:.2f} "
+                            f"waves (kv_splits {sa.kv_splits_for(heads, n, 128, causal, q)})",
+                            q, k, v, causal, flops, {"launcher default": {}}, plan, digits=3)
     return 0
 
 
@@ -222,21 +204,12 @@ def deep_probe(plan) -> int:
                                                                        dtype=dtype):
             if causal:
                 continue
-            cudnn = sdpa_cudnn(q, k, v, causal)
             splits = sa.kv_splits_for(heads, n, 128, causal, q)
             variants = [{}] + [dict(block_m=128, block_n=64, num_warps=8, num_stages=st,
                                     kv_splits=splits) for st in (3, 4, 5, 6)]
-
-            def ours(knobs, q=q, k=k, v=v):
-                return lambda: sa.attention_heads(q, k, v, **knobs)
-
-            calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in variants})
-            times = graph_medians_us(list(calls.values()), plan)
-            print(f"{str(dtype)[6:]} H={heads} N={n} d={d} (kv_splits {splits}, "
-                  f"{n // splits} keys each):", flush=True)
-            for label, us in zip(calls, times, strict=True):
-                print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                      f"{times[0] / us:.2f}x cudnn", flush=True)
+            _time_against_cudnn(f"{str(dtype)[6:]} H={heads} N={n} d={d} (kv_splits {splits}, "
+                                f"{n // splits} keys each):", q, k, v, causal, flops,
+                                {_label(t): t for t in variants}, plan)
     return 0
 
 
