@@ -392,6 +392,7 @@ _SPLIT_MIN_KEYS = 1024  # keys each split walks, at least
 # 2 and 3 heads of 16384 in 2 splits) and lost 1-2% at 2048-4096 keys; unsplit programs of
 # 16384 keys tied. Why only the split ones gain was not found.
 _DEEP_PIPELINE_KEYS = 8192
+_MAXNREG = None  # EXPERIMENT: registers per thread at launch (None: the compiler's choice)
 _DEEP_PIPELINE_STAGES = 4
 
 
@@ -637,6 +638,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=num_stages,
+        **({} if _MAXNREG is None else {"maxnreg": _MAXNREG}),  # EXPERIMENT
     )
     if splits > 1:
         combine_splits_kernel[(cdiv(n_ctx, _COMBINE_ROWS), heads)](

@@ -1,0 +1,74 @@
+"""More programs per SM for attention at d = 64 by capping registers. A diagnostic.
+
+    python3 tools/probe_attention_occupancy.py
+
+Runs only at the commit named in benchmarks/results/diagnostics/README.md, where the reference
+has the switch `_MAXNREG` (registers per thread at launch). The 128 x 64 tile over 8 warps
+takes 107 registers per thread: two programs (four warpgroups) per SM. Capped at 80 it spills
+240 bytes per thread but three fit (six warpgroups); the 64 x 64 tile over 4 warps with 2
+stages (40 KiB of shared memory) capped at 96 registers does not spill and five fit. d = 64,
+bf16, 16 heads of 4096 and 64 of 8192 with and without a causal mask, the Triton kernel only
+(warp_specialize=False), next to SDPA-cuDNN, graph timing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools._timing import attention_problems, graph_medians_us, matching, sdpa_cudnn  # noqa: E402
+
+VARIANTS = [  # (label, knobs, registers cap)
+    ("128x64/8w/3s", dict(block_m=128, block_n=64, num_warps=8, num_stages=3), None),
+    ("128x64/8w/3s maxnreg 80", dict(block_m=128, block_n=64, num_warps=8, num_stages=3), 80),
+    ("64x64/4w/3s", dict(block_m=64, block_n=64, num_warps=4, num_stages=3), None),
+    ("64x64/4w/2s", dict(block_m=64, block_n=64, num_warps=4, num_stages=2), None),
+    ("64x64/4w/2s maxnreg 96", dict(block_m=64, block_n=64, num_warps=4, num_stages=2), 96),
+    ("64x64/4w/3s maxnreg 96", dict(block_m=64, block_n=64, num_warps=4, num_stages=3), 96),
+]
+
+
+def _call(q, k, v, causal, knobs, cap):
+    def call():
+        from references import streaming_attention as sa
+
+        saved, sa._MAXNREG = sa._MAXNREG, cap
+        try:
+            return sa.attention_heads(q, k, v, causal=causal, warp_specialize=False, **knobs)
+        finally:
+            sa._MAXNREG = saved
+    return call
+
+
+def main() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import streaming_attention as sa
+
+    if not torch.cuda.is_available():
+        print("probe_attention_occupancy times kernels on a GPU; none is visible here")
+        return 2
+    plan = harness.PLANS["sweep"]
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16, d = 64")
+    for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (64, 8192)],
+                                                                   dims=(64,)):
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        calls = {"sdpa-cudnn": cudnn,
+                 "launcher default": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
+                     q, k, v, causal=c)}
+        calls |= matching(cudnn, {label: _call(q, k, v, causal, knobs, cap)
+                                  for label, knobs, cap in VARIANTS})
+        times = graph_medians_us(list(calls.values()), plan)
+        print(f"H={heads} N={n} d={d} causal={causal}:", flush=True)
+        for label, us in zip(calls, times, strict=True):
+            print(f"   {label:28s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.3f}x cudnn", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
