@@ -1,6 +1,6 @@
 """More programs per SM for attention at d = 64 by capping registers. A diagnostic.
 
-    python3 tools/probe_attention_occupancy.py
+    python3 tools/probe_attention_occupancy.py [--grids]
 
 Runs only at the commit named in benchmarks/results/diagnostics/README.md, where the reference
 has the switch `_MAXNREG` (registers per thread at launch). The 128 x 64 tile over 8 warps
@@ -42,6 +42,35 @@ def _call(q, k, v, causal, knobs, cap):
     return call
 
 
+def grids_probe(plan) -> None:
+    """--grids: the launcher default against 64 x 64 / 4 warps / 2 stages at 96 registers (five
+    programs per SM) on grids of 1024-8192 programs of 64 rows, both masks."""
+    import torch
+
+    from references import streaming_attention as sa
+    from references._gpu import sm_count
+
+    slots = 5 * sm_count(0)
+    shapes = [(16, 4096), (32, 4096), (64, 4096), (8, 8192), (16, 8192), (32, 8192),
+              (64, 8192), (4, 16384), (8, 16384)]
+    knobs = dict(block_m=64, block_n=64, num_warps=4, num_stages=2)
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+        cudnn = sdpa_cudnn(q, k, v, causal)
+        calls = {"sdpa-cudnn": cudnn,
+                 "launcher default": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
+                     q, k, v, causal=c)}
+        calls |= matching(cudnn, {"64x64/4w/2s maxnreg 96": _call(q, k, v, causal, knobs, 96)})
+        times = graph_medians_us(list(calls.values()), plan)
+        programs = heads * n // 64
+        print(f"H={heads} N={n} d={d} causal={causal}: {programs} programs of 64 rows = "
+              f"{programs / slots:.2f} waves of {slots}", flush=True)
+        for label, us in zip(calls, times, strict=True):
+            print(f"   {label:28s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+                  f"{times[0] / us:.3f}x cudnn", flush=True)
+        del q, k, v
+        torch.cuda.empty_cache()
+
+
 def main() -> int:
     import torch
 
@@ -52,6 +81,9 @@ def main() -> int:
         print("probe_attention_occupancy times kernels on a GPU; none is visible here")
         return 2
     plan = harness.PLANS["sweep"]
+    if "--grids" in sys.argv[1:]:
+        grids_probe(plan)
+        return 0
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16, d = 64")
     for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (64, 8192)],
