@@ -735,6 +735,8 @@ def bad_calls(ctx, impl, case):
                      what="attention: num_warps = 3")
     ctx.expect_error(att, q, k, v, num_stages=0, mentions=["num_stages"],
                      what="attention: num_stages = 0")
+    ctx.expect_error(att, q, k, v, maxnreg=7, mentions=["maxnreg"],
+                     what="attention: maxnreg = 7 registers")
     ctx.expect_error(att, q, k, v, causal=True, block_m=16, block_n=32, mentions=["block_n"],
                      what="attention: causal with block_n > block_m")
     ctx.expect_error(att, q, k, v, blockm=64, mentions=["blockm"],

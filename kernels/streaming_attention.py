@@ -307,12 +307,17 @@ DESCRIPTORS_ON_HOST: bool | None = None
 _HOST_DESCRIPTOR_WORK = 2**34
 
 
+_FIVE_PER_SM_PROGRAMS = 8192  # 64-row programs at d <= 64 from which five share an SM
+_FIVE_PER_SM_REGISTERS = 96  # registers per thread that let five 4-warp programs in (65536)
+
+
 def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, heads: int = 1,
                    n_ctx: int = 4096) -> dict:
     """Launch knobs used when the caller passes none (starting points for an H200).
 
     16-bit inputs: 64 query rows per program, 64-key steps, 4 warps, 3 stages, TMA where it
-    can run; 128-row programs for large non-causal problems (measured: see below). fp32 inputs
+    can run; 128-row programs for large non-causal problems and five 64-row programs per SM
+    (registers capped) for very large grids (measured: see below). fp32 inputs
     run IEEE fp32 dot products on the CUDA cores (no tensor cores), whose operands live in
     registers: 64 x 32 tiles over 8 warps, 64 x 16 at d = 128, are the largest that compiled
     without spills.
@@ -334,6 +339,17 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     # programs split to about 256 programs beat the best split of 64-row ones by 1-8% from
     # N = 8192 on, and lost by 7-13% at N = 4096 (benchmarks/results/diagnostics/
     # probe-attention-splits-*).
+    # Very large grids at d <= 64, with or without a mask: 64-row programs over 4 warps, 2
+    # stages (40 KiB of shared memory), registers capped at 96 per thread, so that five
+    # programs share an SM instead of two of 128 rows (the compiler's choice, 106 registers,
+    # lets four in; 96 does not spill). Measured on the H200 (bf16, graph timing,
+    # benchmarks/results/diagnostics/probe-attention-occupancy-*): 64 heads of 8192 (8192
+    # programs, 12.4 waves of 660) ran 0.98x cuDNN without a mask and 0.98x with one, against
+    # the default's 0.95x; at 4096 programs (6.2 waves) it tied, and at 1024-2048 programs
+    # it lost 4-12%: a partly filled last wave costs more when each wave holds 660 programs.
+    if head_dim <= 64 and heads * -(-n_ctx // 64) >= _FIVE_PER_SM_PROGRAMS:
+        return dict(block_m=64, block_n=64, num_warps=4, num_stages=2, tma=None,
+                    maxnreg=_FIVE_PER_SM_REGISTERS)
     if not causal and (heads * -(-n_ctx // 64) >= 512 or n_ctx >= 8192):
         if head_dim <= 64:
             return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=None)
@@ -401,13 +417,17 @@ def _grid_fills(programs: int, slots: int, causal: bool) -> bool:
 
 def _sweep_configs() -> list[dict]:
     """Candidates that compile for sm_90 without register spills and fit 227 KiB of shared
-    memory at d = 128 (so at d = 64 too), except (128, 64, 4 warps), kept for d <= 64 only:
-    at d = 128 it spills (the benchmark records that loss)."""
+    memory at d = 128 (so at d = 64 too), except (128, 64, 4 warps) and the 96-register entry,
+    kept for d <= 64 only: at d = 128 they spill (the benchmark records that loss)."""
     tiles = [(64, 32, 4, (2, 3, 4)), (64, 64, 4, (2, 3, 4)), (128, 64, 4, (2, 3, 4)),
              (128, 64, 8, (2, 3, 4)), (128, 128, 8, (2, 3))]
     return [dict(block_m=bm, block_n=bn, num_warps=warps, num_stages=stages, tma=tma)
             for tma in (False, True) for bm, bn, warps, all_stages in tiles
-            for stages in all_stages]
+            for stages in all_stages] + [
+        # The very large grids' default (default_config), five programs per SM. TMA only: on
+        # the pointer path 96 registers spill from d = 32 on (712 bytes per thread at d = 64).
+        dict(block_m=64, block_n=64, num_warps=4, num_stages=2, tma=True,
+             maxnreg=_FIVE_PER_SM_REGISTERS)]
 
 
 # What the benchmark sweep tries (16-bit inputs), pointer loads and TMA alike. Static facts
@@ -422,7 +442,7 @@ def _sweep_configs() -> list[dict]:
 CONFIGS: list[dict] = _sweep_configs()
 
 
-_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "kv_splits",
+_KNOBS = ("block_m", "block_n", "num_warps", "num_stages", "tma", "kv_splits", "maxnreg",
           "warp_specialize")
 _TILE_KNOBS = _KNOBS[:-1]  # the Triton kernel's; the warp-specialized path has its own tiles
 
@@ -443,12 +463,19 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
     config["block_m"] = min(config["block_m"], fit)
     config["block_n"] = min(config["block_n"], fit)
     config.update(explicit)
+    if "maxnreg" not in explicit and set(explicit) & {"block_m", "block_n", "num_warps",
+                                                       "num_stages"}:
+        # The default's register cap was measured for its own tile only: 96 registers make
+        # the 128 x 64 tile over 8 warps spill and run 9x slower.
+        config["maxnreg"] = None
     if "block_n" not in explicit and isinstance(config["block_m"], int):
         config["block_n"] = min(config["block_n"], config["block_m"])
     check_power_of_two("block_m", config["block_m"], 16, 256)
     check_power_of_two("block_n", config["block_n"], 16, 256)
     check_power_of_two("num_warps", config["num_warps"], 1, 16)
     check_int_range("num_stages", config["num_stages"], 1, 8)
+    if config.get("maxnreg") is not None:  # Triton's option: registers per thread at launch
+        check_int_range("maxnreg", config["maxnreg"], 32, 255)
     if config.get("kv_splits") is not None:
         check_int_range("kv_splits", config["kv_splits"], 1, _MAX_KV_SPLITS)
     if config["tma"] is not None and not isinstance(config["tma"], bool):
@@ -577,6 +604,9 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         if use_tma and problem:
             raise ValueError(f"tma=True: {problem}")
         use_tma = problem is None and (use_tma or _TMA_BY_DEFAULT)
+    maxnreg = config.get("maxnreg")
+    if config["auto_path"] and not use_tma:
+        maxnreg = None  # the default's cap fits the TMA kernel; pointer loads would spill
     out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)
     if out.numel() == 0:
         return out
@@ -617,6 +647,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         UPCAST_DOT=interpreting() and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=num_stages,
+        **({} if maxnreg is None else {"maxnreg": maxnreg}),
     )
     if splits > 1:
         combine_splits_kernel[(cdiv(n_ctx, _COMBINE_ROWS), heads)](
@@ -635,6 +666,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     scale: a finite float > 0; default d ** -0.5.
     knobs: block_m, block_n, num_warps, num_stages, tma (see CONFIGS and default_config),
     kv_splits (programs per row block, each on a share of the keys; see kv_splits_for),
+    maxnreg (registers per thread at launch, 32..255; None: the compiler's choice),
     warp_specialize (True: the Hopper path, or a ValueError saying why it cannot run; False:
     never; None, the default: where `_warp_specialize_pays` and no tile knob is given).
     Returns a new contiguous (N, d) tensor of q's dtype.

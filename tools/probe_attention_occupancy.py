@@ -1,14 +1,19 @@
 """More programs per SM for attention at d = 64 by capping registers. A diagnostic.
 
-    python3 tools/probe_attention_occupancy.py [--grids]
+    python3 tools/probe_attention_occupancy.py
 
-Runs only at the commit named in benchmarks/results/diagnostics/README.md, where the reference
-has the switch `_MAXNREG` (registers per thread at launch). The 128 x 64 tile over 8 warps
-takes 107 registers per thread: two programs (four warpgroups) per SM. Capped at 80 it spills
-240 bytes per thread but three fit (six warpgroups); the 64 x 64 tile over 4 warps with 2
-stages (40 KiB of shared memory) capped at 96 registers does not spill and five fit. d = 64,
-bf16, 16 heads of 4096 and 64 of 8192 with and without a causal mask, the Triton kernel only
-(warp_specialize=False), next to SDPA-cuDNN, graph timing.
+The launch knob `maxnreg` caps the registers per thread (its outputs in diagnostics/ were
+taken with a module switch that became the knob). The 128 x 64 tile over 8 warps takes 107
+registers per thread: two programs (four warpgroups) per SM. Capped at 80 it spills 240 bytes
+per thread but three fit (six warpgroups); the 64 x 64 tile over 4 warps with 2 stages (40 KiB
+of shared memory, TMA loads) capped at 96 registers does not spill and five fit. d = 64, bf16,
+16 heads of 4096 and 64 of 8192 with and without a causal mask, the Triton kernel only (a
+tile knob keeps the warp-specialized path out), next to SDPA-cuDNN, graph timing.
+
+    python3 tools/probe_attention_occupancy.py --grids
+
+The launcher default against the five-per-SM tile on grids of 1024 to 8192 programs of 64
+rows, both masks: where default_config's `_FIVE_PER_SM_PROGRAMS` comes from.
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ VARIANTS = [  # (label, knobs, registers cap)
     ("128x64/8w/3s maxnreg 80", dict(block_m=128, block_n=64, num_warps=8, num_stages=3), 80),
     ("64x64/4w/3s", dict(block_m=64, block_n=64, num_warps=4, num_stages=3), None),
     ("64x64/4w/2s", dict(block_m=64, block_n=64, num_warps=4, num_stages=2), None),
-    ("64x64/4w/2s maxnreg 96", dict(block_m=64, block_n=64, num_warps=4, num_stages=2), 96),
-    ("64x64/4w/3s maxnreg 96", dict(block_m=64, block_n=64, num_warps=4, num_stages=3), 96),
+    ("64x64/4w/2s maxnreg 96", dict(block_m=64, block_n=64, num_warps=4, num_stages=2,
+                                    tma=True), 96),
+    ("64x64/4w/3s maxnreg 96", dict(block_m=64, block_n=64, num_warps=4, num_stages=3,
+                                    tma=True), 96),
 ]
 
 
@@ -34,11 +41,7 @@ def _call(q, k, v, causal, knobs, cap):
     def call():
         from references import streaming_attention as sa
 
-        saved, sa._MAXNREG = sa._MAXNREG, cap
-        try:
-            return sa.attention_heads(q, k, v, causal=causal, warp_specialize=False, **knobs)
-        finally:
-            sa._MAXNREG = saved
+        return sa.attention_heads(q, k, v, causal=causal, maxnreg=cap, **knobs)
     return call
 
 
@@ -52,8 +55,8 @@ def grids_probe(plan) -> None:
 
     slots = 5 * sm_count(0)
     shapes = [(16, 4096), (32, 4096), (64, 4096), (8, 8192), (16, 8192), (32, 8192),
-              (64, 8192), (4, 16384), (8, 16384)]
-    knobs = dict(block_m=64, block_n=64, num_warps=4, num_stages=2)
+              (64, 8192), (4, 16384), (8, 16384), (128, 4096), (32, 16384)]
+    knobs = dict(block_m=64, block_n=64, num_warps=4, num_stages=2, tma=True)
     for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
         cudnn = sdpa_cudnn(q, k, v, causal)
         calls = {"sdpa-cudnn": cudnn,
