@@ -68,6 +68,24 @@ def matching(reference, candidates: dict, tolerance: float = 0.05) -> dict:
     return kept
 
 
+def time_attention_against_cudnn(title: str, q, k, v, causal: bool, flops: int, variants: dict,
+                                 plan, digits: int = 2) -> None:
+    """The attention probes' loop body: each variant (label -> `attention_heads` knobs) whose
+    output matches SDPA-cuDNN's is timed next to SDPA-cuDNN in graph rounds; prints `title`,
+    then one line per call (time, TFLOP/s, ratio to cuDNN)."""
+    from references import streaming_attention as sa
+
+    cudnn = sdpa_cudnn(q, k, v, causal)
+    calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {
+        label: (lambda knobs=knobs: sa.attention_heads(q, k, v, causal=causal, **knobs))
+        for label, knobs in variants.items()})
+    times = graph_medians_us(list(calls.values()), plan)
+    print(title, flush=True)
+    for label, us in zip(calls, times, strict=True):
+        print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
+              f"{times[0] / us:.{digits}f}x cudnn", flush=True)
+
+
 def time_transposed_softmax(shapes, variants_for) -> None:
     """The strided-softmax probes' loop. For float16 and bfloat16 and each (width, rows) of
     `shapes`: a transposed view of fresh random values (every 7th row scaled by 30, so that

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import attention_problems, graph_medians_us, matching, sdpa_cudnn  # noqa: E402
+from tools._timing import attention_problems, time_attention_against_cudnn  # noqa: E402
 
 VARIANTS = [  # (label, knobs, registers cap)
     ("128x64/8w/3s", dict(block_m=128, block_n=64, num_warps=8, num_stages=3), None),
@@ -37,39 +37,23 @@ VARIANTS = [  # (label, knobs, registers cap)
 ]
 
 
-def _call(q, k, v, causal, knobs, cap):
-    def call():
-        from references import streaming_attention as sa
-
-        return sa.attention_heads(q, k, v, causal=causal, maxnreg=cap, **knobs)
-    return call
-
-
 def grids_probe(plan) -> None:
     """--grids: the launcher default against 64 x 64 / 4 warps / 2 stages at 96 registers (five
     programs per SM) on grids of 1024-8192 programs of 64 rows, both masks."""
     import torch
 
-    from references import streaming_attention as sa
     from references._gpu import sm_count
 
     slots = 5 * sm_count(0)
     shapes = [(16, 4096), (32, 4096), (64, 4096), (8, 8192), (16, 8192), (32, 8192),
               (64, 8192), (4, 16384), (8, 16384), (128, 4096), (32, 16384)]
-    knobs = dict(block_m=64, block_n=64, num_warps=4, num_stages=2, tma=True)
+    five = dict(block_m=64, block_n=64, num_warps=4, num_stages=2, tma=True, maxnreg=96)
     for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
-        cudnn = sdpa_cudnn(q, k, v, causal)
-        calls = {"sdpa-cudnn": cudnn,
-                 "launcher default": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
-                     q, k, v, causal=c)}
-        calls |= matching(cudnn, {"64x64/4w/2s maxnreg 96": _call(q, k, v, causal, knobs, 96)})
-        times = graph_medians_us(list(calls.values()), plan)
         programs = heads * n // 64
-        print(f"H={heads} N={n} d={d} causal={causal}: {programs} programs of 64 rows = "
-              f"{programs / slots:.2f} waves of {slots}", flush=True)
-        for label, us in zip(calls, times, strict=True):
-            print(f"   {label:28s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                  f"{times[0] / us:.3f}x cudnn", flush=True)
+        time_attention_against_cudnn(
+            f"H={heads} N={n} d={d} causal={causal}: {programs} programs of 64 rows = "
+            f"{programs / slots:.2f} waves of {slots}", q, k, v, causal, flops,
+            {"launcher default": {}, "64x64/4w/2s maxnreg 96": five}, plan, digits=3)
         del q, k, v
         torch.cuda.empty_cache()
 
@@ -78,7 +62,6 @@ def main() -> int:
     import torch
 
     from benchmarks import harness
-    from references import streaming_attention as sa
 
     if not torch.cuda.is_available():
         print("probe_attention_occupancy times kernels on a GPU; none is visible here")
@@ -91,17 +74,10 @@ def main() -> int:
           f"{plan.samples} samples, bf16, d = 64")
     for heads, n, d, causal, q, k, v, flops in attention_problems([(16, 4096), (64, 8192)],
                                                                    dims=(64,)):
-        cudnn = sdpa_cudnn(q, k, v, causal)
-        calls = {"sdpa-cudnn": cudnn,
-                 "launcher default": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(
-                     q, k, v, causal=c)}
-        calls |= matching(cudnn, {label: _call(q, k, v, causal, knobs, cap)
-                                  for label, knobs, cap in VARIANTS})
-        times = graph_medians_us(list(calls.values()), plan)
-        print(f"H={heads} N={n} d={d} causal={causal}:", flush=True)
-        for label, us in zip(calls, times, strict=True):
-            print(f"   {label:28s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-                  f"{times[0] / us:.3f}x cudnn", flush=True)
+        variants = {"launcher default": {}} | {label: dict(knobs, maxnreg=cap)
+                                               for label, knobs, cap in VARIANTS}
+        time_attention_against_cudnn(f"H={heads} N={n} d={d} causal={causal}:", q, k, v,
+                                     causal, flops, variants, plan, digits=3)
     return 0
 
 

@@ -42,12 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import (  # noqa: E402
-    attention_problems,
-    graph_medians_us,
-    matching,
-    sdpa_cudnn,
-)
+from tools._timing import attention_problems, time_attention_against_cudnn  # noqa: E402
 
 TILES = {  # d -> the two tile configurations tried: the small-grid default, the large-grid one
     64: [dict(block_m=64, block_n=64, num_warps=4, num_stages=3),
@@ -62,23 +57,6 @@ def _label(knobs: dict) -> str:
         return "launcher default"
     tile = f"{knobs['block_m']}x{knobs['block_n']}/{knobs['num_warps']}w/{knobs['num_stages']}s"
     return f"{tile} kv_splits={knobs['kv_splits']}"
-
-
-def _time_against_cudnn(title: str, q, k, v, causal: bool, flops: int, variants: dict, plan,
-                        digits: int = 2) -> None:
-    """Time each variant (label -> attention_heads knobs) that matches SDPA-cuDNN's output,
-    next to SDPA-cuDNN itself, in graph rounds; print `title`, then one line per call."""
-    from references import streaming_attention as sa
-
-    cudnn = sdpa_cudnn(q, k, v, causal)
-    calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {
-        label: (lambda knobs=knobs: sa.attention_heads(q, k, v, causal=causal, **knobs))
-        for label, knobs in variants.items()})
-    times = graph_medians_us(list(calls.values()), plan)
-    print(title, flush=True)
-    for label, us in zip(calls, times, strict=True):
-        print(f"   {label:34s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
-              f"{times[0] / us:.{digits}f}x cudnn", flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -110,7 +88,7 @@ def main(argv: list[str]) -> int:
         variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[d] for s in (1, 2, 4, 8)]
         default_splits = sa.kv_splits_for(
             heads, n, sa._config({}, d, q.dtype, causal, n, heads)["block_m"], causal, q)
-        _time_against_cudnn(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
+        time_attention_against_cudnn(f"H={heads} N={n} d={d} causal={causal} (default kv_splits "
                             f"{default_splits}):", q, k, v, causal, flops,
                             {_label(t): t for t in variants}, plan)
     return 0
@@ -147,7 +125,7 @@ def waves_probe(plan) -> int:
         variants = {f"launcher default (kv_splits {default})": {}}
         if rule != default:
             variants[f"wave rule (kv_splits {rule})"] = dict(kv_splits=rule)
-        _time_against_cudnn(f"H={heads} N={n} d={d} ({programs} programs of {block_m} rows):",
+        time_attention_against_cudnn(f"H={heads} N={n} d={d} ({programs} programs of {block_m} rows):",
                             q, k, v, causal, flops, variants, plan)
     return 0
 
@@ -166,7 +144,7 @@ def stages_probe(plan) -> int:
         splits = sa.kv_splits_for(heads, n, 128, causal, q)
         variants = [{}] + [dict(block_m=128, block_n=64, num_warps=8, num_stages=st, kv_splits=s)
                            for s in sorted({splits, min(2 * splits, 16)}) for st in (3, 4)]
-        _time_against_cudnn(f"H={heads} N={n} d={d} (default kv_splits {splits}):", q, k, v,
+        time_attention_against_cudnn(f"H={heads} N={n} d={d} (default kv_splits {splits}):", q, k, v,
                             causal, flops, {_label(t): t for t in variants}, plan)
     return 0
 
@@ -185,7 +163,7 @@ def full_waves_probe(plan) -> int:
         if causal:
             continue
         programs = heads * n // 128
-        _time_against_cudnn(f"H={heads} N={n}: {programs} programs = {programs / slots:.2f} "
+        time_attention_against_cudnn(f"H={heads} N={n}: {programs} programs = {programs / slots:.2f} "
                             f"waves (kv_splits {sa.kv_splits_for(heads, n, 128, causal, q)})",
                             q, k, v, causal, flops, {"launcher default": {}}, plan, digits=3)
     return 0
@@ -207,7 +185,7 @@ def deep_probe(plan) -> int:
             splits = sa.kv_splits_for(heads, n, 128, causal, q)
             variants = [{}] + [dict(block_m=128, block_n=64, num_warps=8, num_stages=st,
                                     kv_splits=splits) for st in (3, 4, 5, 6)]
-            _time_against_cudnn(f"{str(dtype)[6:]} H={heads} N={n} d={d} (kv_splits {splits}, "
+            time_attention_against_cudnn(f"{str(dtype)[6:]} H={heads} N={n} d={d} (kv_splits {splits}, "
                                 f"{n // splits} keys each):", q, k, v, causal, flops,
                                 {_label(t): t for t in variants}, plan)
     return 0
