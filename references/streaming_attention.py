@@ -486,8 +486,10 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
     if "maxnreg" not in explicit and set(explicit) & {"block_m", "block_n", "num_warps",
                                                        "num_stages"}:
         # The default's register cap was measured for its own tile only: 96 registers make
-        # the 128 x 64 tile over 8 warps spill and run 9x slower.
+        # the 128 x 64 tile over 8 warps spill and run 6-9x slower.
         config["maxnreg"] = None
+    # Whether the cap is the caller's: _launch drops the default's where TMA will not run.
+    config["own_maxnreg"] = "maxnreg" in explicit
     if "block_n" not in explicit and isinstance(config["block_m"], int):
         config["block_n"] = min(config["block_n"], config["block_m"])
     check_power_of_two("block_m", config["block_m"], 16, 256)
@@ -625,7 +627,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
             raise ValueError(f"tma=True: {problem}")
         use_tma = problem is None and (use_tma or _TMA_BY_DEFAULT)
     maxnreg = config.get("maxnreg")
-    if config["auto_path"] and not use_tma:
+    if not config.get("own_maxnreg") and not use_tma:
         maxnreg = None  # the default's cap fits the TMA kernel; pointer loads would spill
     out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)
     if out.numel() == 0:

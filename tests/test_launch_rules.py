@@ -60,15 +60,23 @@ def test_attention_very_large_grids_take_five_programs_per_sm():
     assert sa._config({"maxnreg": 128}, 64, torch.bfloat16, False, 8192, 64)["maxnreg"] == 128
 
 
-@pytest.mark.xfail(strict=True, reason="known (fifteenth session, found after the GPU evidence "
-                   "was taken): on a very large grid, a call with tma=False (or with another "
-                   "knob but no tile shape, on inputs TMA cannot describe) keeps the default's "
-                   "96-register cap, and the pointer kernel spills under it (712 bytes per "
-                   "thread at d = 64): slow, not wrong. The fix (drop the cap when TMA will not run) changes the "
-                   "reference, so it waits for a session with device time to re-run the evidence")
-def test_attention_register_cap_never_reaches_the_pointer_kernel():
-    config = sa._config({"tma": False}, 64, torch.bfloat16, False, 8192, 64)
-    assert config["maxnreg"] is None
+def test_attention_register_cap_never_reaches_the_pointer_kernel(monkeypatch):
+    """The default's 96-register cap fits the TMA kernel; under it the pointer kernel spills
+    (712 bytes per thread at d = 64), so _launch keeps the cap only where TMA runs or the
+    caller asked for it."""
+    launches = []
+
+    class Recorder:  # stands in for the kernel: records each launch's keyword arguments
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append(kwargs)
+
+    monkeypatch.setattr(sa, "attention_kernel", Recorder())
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors pass the device check
+    q = torch.empty(64, 8192, 64, dtype=torch.bfloat16)  # 8192 programs of 64 rows: capped
+    for knobs, cap in (({}, None), ({"tma": False}, None), ({"maxnreg": 96}, 96)):
+        launches.clear()
+        sa.attention_heads(q, q, q, **knobs)  # CPU tensors: no TMA
+        assert launches[0].get("maxnreg") == cap, knobs
 
 
 def test_attention_splits_only_where_measured(h200):
