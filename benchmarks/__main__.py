@@ -209,9 +209,9 @@ def run(args) -> int:
     counts: dict[str, int] = {}
     for r in records:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    # The ratios to copy use the report's ceiling, the faster of the run's two copies: in graph
-    # mode the 4 GiB copy (the header's `ceiling_tb_s`) runs at about 2.8 TB/s on the H200,
-    # the 256 MiB one at 4.2, and the summary once said "of copy 1.39" for a 3.9 TB/s kernel.
+    # The ratios to copy use the report's ceiling, the faster of the run's two copies (files
+    # saved before the sixteenth session recorded the 4 GiB copy as `ceiling_tb_s`, which in
+    # graph mode runs at about 2.8 TB/s on the H200 against 4.2 for the 256 MiB one).
     from benchmarks.report import ceiling_of
 
     print(harness.summary_table(records, ceiling_of(header)[0]))

@@ -338,8 +338,10 @@ def time_graph(fn, plan: Plan) -> dict:
 def measure_ceiling(mode: str, plan: Plan, flush) -> dict:
     """Device-to-device copy bandwidth in this process: the ceiling of the memory-bound rows.
 
-    Two copies: 4 GiB of float32 (the ceiling used for ratios) and 256 MiB of float16.
-    Bytes = one read + one write of the buffer.
+    Two copies: 4 GiB of float32 and 256 MiB of float16. Bytes = one read + one write of the
+    buffer. The ceiling is the faster of the two (`ceiling_tb_s`, named by `ceiling_from`): in
+    graph mode on the H200 the 4 GiB copy runs at about 2.8 TB/s and the 256 MiB one at 4.2,
+    and a ceiling below what a kernel reaches would flatter every ratio to it.
     """
     import torch
 
@@ -356,8 +358,8 @@ def measure_ceiling(mode: str, plan: Plan, flush) -> dict:
                         tb_s_median=round(tb_per_s(nbytes, med), 4))
         del src, dst, copy
         torch.cuda.empty_cache()
-    out["ceiling_tb_s"] = out["copy_4GiB_float32"]["tb_s_median"]
-    out["ceiling_from"] = "copy_4GiB_float32"
+    out["ceiling_from"] = max(out, key=lambda key: out[key]["tb_s_median"])
+    out["ceiling_tb_s"] = out[out["ceiling_from"]]["tb_s_median"]
     return out
 
 

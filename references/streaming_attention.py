@@ -364,7 +364,7 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     # programs share an SM instead of two of 128 rows (the compiler's choice, 106 registers,
     # lets four in; 96 does not spill). Measured on the H200 (bf16, graph timing,
     # benchmarks/results/diagnostics/probe-attention-occupancy-*): 64 heads of 8192 (8192
-    # programs, 12.4 waves of 660) ran 0.98x cuDNN without a mask and 0.98x with one, against
+    # programs, 12.4 waves of 660) ran 0.98x cuDNN without a mask and 0.97x-0.98x with one, against
     # the default's 0.95x; at 4096 programs (6.2 waves) it tied, and at 1024-2048 programs
     # it lost 4-12%: a partly filled last wave costs more when each wave holds 660 programs.
     if head_dim <= 64 and heads * -(-n_ctx // 64) >= _FIVE_PER_SM_PROGRAMS:
