@@ -125,22 +125,6 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
 # ---------------------------------------------------------------------------------------------
 # Reusable diagnoses
 # ---------------------------------------------------------------------------------------------
-def only_in_tail_columns(block: int, hint: str) -> Diagnosis:
-    """Bad elements sit only in the last partial block of columns (width not a multiple)."""
-
-    def diagnose(got, expected, bad):
-        width = got.shape[-1]
-        tail_start = (width // block) * block
-        if width % block == 0 or not bool(bad.any()):
-            return None
-        cols = bad.reshape(-1, width).any(dim=0)
-        if bool(cols[:tail_start].any()):
-            return None
-        return hint
-
-    return diagnose
-
-
 def whole_rows_wrong(hint: str, *, fraction: float = 0.9) -> Diagnosis:
     """Nearly every element of each bad row is wrong (a per-row statistic is wrong)."""
 

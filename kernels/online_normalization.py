@@ -121,7 +121,8 @@ def merge(a: State, b: State) -> State:
     """The state of the union of the values behind `a` and `b`.
 
     Exact for the empty state (`merge(identity(), a)` and `merge(a, identity())` are `a`, bit
-    for bit), commutative bit for bit, and associative up to a few ulps of `s` per merge.
+    for bit), commutative bit for bit (but for the sign of a zero maximum: `max(0.0, -0.0)` is
+    whichever comes first), and associative up to a few ulps of `s` per merge.
     """
     _check_state("a", a)
     _check_state("b", b)

@@ -465,8 +465,8 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
     config.update(explicit)
     if "maxnreg" not in explicit and set(explicit) & {"block_m", "block_n", "num_warps",
                                                        "num_stages"}:
-        # The default's register cap was measured for its own tile only: 96 registers make
-        # the 128 x 64 tile over 8 warps spill and run 6-9x slower.
+        # The default's register cap was measured for its own tile only: the 128 x 64 tile
+        # over 8 warps (107 registers uncapped) capped at 80 spilled and ran 6-9x slower.
         config["maxnreg"] = None
     # Whether the cap is the caller's: _launch drops the default's where TMA will not run.
     config["own_maxnreg"] = "maxnreg" in explicit
@@ -556,10 +556,11 @@ def _tma_problem(t: torch.Tensor) -> str | None:
 #   but on one head of 16384 1.03x against 1.47x: a causal grid's programs differ in length,
 #   and this path has no key splits to even them out.
 # - d = 64, causal only, 1.5 to 4 programs per SM. Without a mask the Triton kernel is faster
-#   at every grid that fills the GPU (0.95x-0.96x against 0.90x-0.93x). With one, the Hopper
+#   at every grid that fills the GPU (0.95x-0.96x against 0.89x-0.93x). With one, the Hopper
 #   path won every grid of about 2 and 4 programs per SM (N = 4096 to 16384: 0.97x-1.51x
-#   against 0.87x-1.16x) and lost at 8 (N = 4096: 0.90x against 0.95x) and beyond, but for
-#   N = 16384, where it still won at 8 and 16 (1.07x and 0.99x against 0.96x and 0.95x); one
+#   against 0.87x-1.16x) and lost at 8 and beyond (N = 4096: 0.90x against 0.95x; N = 8192:
+#   0.93x against 0.95x at 16, a tie at 8, 0.95x against 0.94x), but for N = 16384, where it
+#   still won at 8 and 16 (1.07x and 0.99x against 0.96x and 0.95x); one
 #   head of 16384 (one program per SM) stays with the key splits (1.35x against 0.95x).
 _WARP_SPECIALIZED_PROGRAMS_PER_SM = {False: 1, True: 4}  # d = 128, by causal: at least 0.9x this
 _WARP_SPECIALIZED_D64_CAUSAL = (1.5, 4.0)  # d = 64 with a causal mask: programs per SM, from-to
