@@ -56,7 +56,7 @@ fi
 
 if [[ $part == bench || $part == all ]]; then
   if [[ -n ${WORKSHOPS:-} ]]; then  # only those workshops, named after them
-    name=$(echo $workshops | tr ' ' '+')
+    name=$(echo $workshops | tr ' ' '-')  # plain characters: the lent machine returns no '+'
     ids=$workshops
   else
     name=full
