@@ -411,6 +411,26 @@ def test_goal_names_a_worst_case_timed_with_stalls():
     assert result["status"] == "not met" and result["where"] == "w=1"
     assert "timed with stalls: p90 5.0x p10; 1 of 2 problems so" in result["detail"]
     assert "worst of the others 1.10 (w=2)" in result["detail"]
+    # The summary at the top of the report gives the value without the stalled problem too.
+    assert report._glance_cell(result, 1.0) == (
+        "0.33 **not met** (worst case timed with stalls; 1.10 without them)")
+
+
+def test_goal_value_never_rounds_onto_the_other_side_of_the_threshold():
+    assert report.fmt_goal_value(0.9695, 0.97) == "0.9695"  # not "0.97", which reads as met
+    assert report.fmt_goal_value(0.966, 0.97) == "0.966"
+    assert report.fmt_goal_value(0.93, 1.0) == "0.93"
+    assert report.fmt_goal_value(1.004, 1.0) == "1.00"
+    assert report.fmt_goal_value(0.9996, 1.0) == "0.9996"
+
+
+def test_goals_at_a_glance_lists_every_workshop_goal(tmp_path):
+    text = report.generate(tmp_path)["goals"]  # no evidence: every goal, not measured
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    goals = [g for w in report.bench_workshops()
+             for g in getattr(report.workshop_module(w), "GOALS", [])]
+    assert len(rows) == 1 + len(goals) and len(goals) > 0
+    assert all(row.count("not measured") == 2 for row in rows[1:])
 
 
 def test_stale_notice_names_changed_sources(tmp_path):
