@@ -187,3 +187,24 @@ def test_kernel_modules_run_under_the_interpreter_without_the_checks():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "TRITON_INTERPRET": "1"})
     assert done.stdout.strip() == "OK", done.stdout + done.stderr
+
+
+def test_interpreted_kernels_do_not_warn_about_ieee_special_values(monkeypatch):
+    # Under the interpreter a kernel is NumPy: log2(0) = -inf (a row of -inf logits) would print
+    # a RuntimeWarning into the learner's check cell, where a GPU computes it silently.
+    import warnings
+
+    import numpy
+
+    from checks.context import call_learner
+
+    def kernel_like():
+        return numpy.log2(numpy.zeros(2)) - numpy.inf  # divide by zero, then inf - inf
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning would raise here
+        assert numpy.isneginf(call_learner(kernel_like)).all()
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.warns(RuntimeWarning):  # elsewhere NumPy's own settings stand
+        call_learner(kernel_like)
