@@ -71,6 +71,7 @@ def main() -> int:
     import torch
 
     from references import fused_gemm, softmax_backward, split_softmax, streaming_attention, strided_softmax
+    from references._gpu import descriptor_scratch
 
     dev = "cuda"
     g = torch.Generator(device=dev).manual_seed(0)
@@ -95,7 +96,7 @@ def main() -> int:
         "torch.empty((8, 64))": lambda: torch.empty((8, 64), device=dev),
         "torch.cuda.get_device_properties": lambda: torch.cuda.get_device_properties(0),
         "torch.cuda.get_device_capability": lambda: torch.cuda.get_device_capability(0),
-        "triton.set_allocator": lambda: triton.set_allocator(fused_gemm._descriptor_scratch),
+        "triton.set_allocator": lambda: triton.set_allocator(descriptor_scratch),
         "torch.softmax 8x131072": lambda: torch.softmax(x_split, -1),
         "split_softmax 8x131072": lambda: split_softmax.split_softmax(x_split),
         "partial_stats": lambda: split_softmax.partial_stats(x_split),
