@@ -5,7 +5,11 @@ far above their graph-mode timings: the GPU waited for Python. This script measu
 the host time of each public launcher and of its parts (a bare Triton launch, torch.empty, the
 argument checks), then prints a cProfile of the worst ones.
 
-    python3 tools/profile_host.py [--out FILE.json]
+    python3 tools/profile_host.py [--out FILE.json] [--root DIR] [--parts]
+
+--root DIR imports `references` from another checkout (an A/B of two commits' launchers: run the
+script once per tree, alternating). --parts adds attention's launcher taken apart: each step of
+`streaming_attention._launch` timed on its own, and the kernel launched directly.
 
 Host time per call = wall time of many calls in a row, without synchronizing, divided by the
 count; the shapes are small so the GPU never becomes the bottleneck (the sync at the end is timed
@@ -26,7 +30,10 @@ from pathlib import Path
 import triton
 import triton.language as tl
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+if "--root" in sys.argv:  # before `references` is imported anywhere
+    ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
+sys.path.insert(0, str(ROOT))
 
 
 @triton.jit
@@ -63,10 +70,59 @@ def profile(fn, calls: int = 200, top: int = 25) -> str:
     return out.getvalue()
 
 
+def attention_parts(sa, q, k, v) -> dict:
+    """Each step of attention's launcher on its own, at one (N, d) head (what `_launch` does)."""
+    import torch
+
+    from references._gpu import descriptor_scratch
+    from references._validate import interpreting
+
+    q3, k3, v3 = q[None], k[None], v[None]
+    heads, n_ctx, head_dim = q3.shape
+    out = torch.empty_like(q3)
+    scale = head_dim ** -0.5 * 1.4426950408889634
+    parts = {
+        "interpreting()": interpreting,
+        "checks (inputs, scale)": lambda: (sa._check_inputs(q, k, v, 2, False),
+                                           sa._check_scale(None, head_dim)),
+        "_config (no knobs)": lambda: sa._config({}, head_dim, q.dtype, False, n_ctx),
+        "q[None], k[None], v[None]": lambda: (q[None], k[None], v[None]),
+        "torch.empty (1, N, d)": lambda: torch.empty((heads, n_ctx, head_dim), dtype=q.dtype,
+                                                     device=q.device),
+    }
+    if hasattr(sa, "_warp_specialize_problem"):  # the launcher as of 2026-12-01
+        parts["_warp_specialize_problem"] = lambda: sa._warp_specialize_problem(q3, k3, v3)
+        parts["_tma_problem x3"] = lambda: [sa._tma_problem(t) for t in (q3, k3, v3)]
+    parts["kv_splits_for"] = lambda: sa.kv_splits_for(heads, n_ctx, 64, False, q3)
+    parts["triton.set_allocator"] = lambda: triton.set_allocator(descriptor_scratch)
+    parts["descriptor_scratch (what Triton asks per launch)"] = lambda: descriptor_scratch(
+        16 * 128, 128, None)
+
+    def launch(use_tma: bool):
+        return lambda: sa.attention_kernel[(n_ctx // 64, heads)](
+            q3, k3, v3, out, out, out, out, n_ctx, scale,
+            *q3.stride(), *k3.stride(), *v3.stride(), *out.stride(),
+            HEAD_DIM=head_dim, BLOCK_M=64, BLOCK_N=64, IS_CAUSAL=False, USE_TMA=use_tma,
+            HOST_DESCRIPTORS=False, UPCAST_DOT=False, DOT_PRECISION="tf32", KV_SPLITS=1,
+            num_warps=4, num_stages=3)
+
+    triton.set_allocator(descriptor_scratch)
+    parts["attention_kernel launch, device descriptors"] = launch(True)
+    parts["attention_kernel launch, pointers"] = launch(False)
+    results = {}
+    for name, fn in parts.items():
+        results[name] = host_us(fn)
+        print(f"  attention part: {name:42s} {results[name]}", flush=True)
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out")
+    parser.add_argument("--root", help="the checkout whose references to import (see above)")
+    parser.add_argument("--parts", action="store_true", help="attention's launcher, step by step")
     args = parser.parse_args()
+    print(f"references from {ROOT}", flush=True)
 
     import torch
 
@@ -119,6 +175,9 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - a diagnostic: record and go on
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
         print(f"{name:45s} {results[name]}", flush=True)
+
+    if args.parts:
+        results["attention parts (N=1024, d=64)"] = attention_parts(streaming_attention, q, k, v)
 
     profiles = {}
     for name in ("split_softmax 8x131072", "gemm_bias_relu 1024^3 (default)",
