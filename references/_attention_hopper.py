@@ -272,8 +272,9 @@ def tma_stride_problem(t: torch.Tensor) -> str | None:
     return None
 
 
-def problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None:
-    """Why this path cannot run on (H, N, d) q, k, v (already validated), or None if it can."""
+def device_problem(q: torch.Tensor) -> str | None:
+    """Why this path cannot run on q's device, dtype and head dim, or None if it can. The other
+    condition, that TMA can describe q, k and v, is `tma_stride_problem` (see `problem`)."""
     if gluon is None:
         return "it needs a Triton with Gluon (triton.experimental.gluon, Triton 3.5 or newer)"
     if q.device.type != "cuda" or capability(device_index(q)) != (9, 0):
@@ -283,6 +284,14 @@ def problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None:
         return f"it runs float16 and bfloat16, got {q.dtype}"
     if q.shape[-1] not in HEAD_DIMS:
         return f"it runs head dims {HEAD_DIMS}, got {q.shape[-1]}"
+    return None
+
+
+def problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None:
+    """Why this path cannot run on (H, N, d) q, k, v (already validated), or None if it can."""
+    reason = device_problem(q)
+    if reason:
+        return reason
     for name, t in (("q", q), ("k", k), ("v", v)):
         reason = tma_stride_problem(t)
         if reason:

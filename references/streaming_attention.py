@@ -50,6 +50,7 @@ Limitations: a bounded teaching implementation
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -58,7 +59,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _attention_hopper as _hopper
-from ._gpu import capability, cdiv, descriptor_scratch, device_index, sm_count
+from ._gpu import capability, cdiv, descriptor_scratch, device_index, next_power_of_2, sm_count
 from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
 
 HEAD_DIMS = (16, 32, 64, 128)
@@ -451,10 +452,13 @@ def _sweep_configs() -> list[dict]:
 
 
 # What the benchmark sweep tries (16-bit inputs), pointer loads and TMA alike. Static facts
-# from compiling each for sm_90 with Triton 3.6 (bf16; registers per thread, shared memory):
-#   d = 64:  (128, 64, 4 warps, 3 stages) 217 regs, 64 KiB; with TMA 189 regs.
-#   d = 128: (128, 64, 8 warps, 3 stages) 174 regs, 128 KiB; with TMA 138 regs.
-#            (128, 128, 8 warps, 3 stages) ~232 regs, 225 KiB: one program per SM, at the limit.
+# from compiling for sm_90 with Triton 3.6 (bf16, registers per thread, without a causal mask;
+# benchmarks/results/diagnostics/compile-sm90-*, tools/compile_sm90.py):
+#   d = 64:  (128, 64, 8 warps, 3 stages) 201 registers with pointer loads, 107 with TMA;
+#            (128, 64, 4 warps, 2 stages) 255 and 16 bytes spilled, 189 with TMA.
+#   d = 128: (128, 64, 8 warps, 3 stages) 255 with pointer loads, 139 with TMA (129 KiB of
+#            shared memory); (128, 128, 8 warps, 2 stages) 255 and 376 bytes spilled, 191 with
+#            TMA (161 KiB).
 #   Left out: 4 warps with 128 x 128 tiles and 128-row tiles at d = 128 with 4 warps (spill),
 #   4 stages of 128 x 128 at d = 128 (288 KiB, does not fit), BLOCK_N > BLOCK_M (causal
 #   needs BLOCK_N <= BLOCK_M), and warp specialization (tl.range(warp_specialize=True)):
@@ -470,6 +474,23 @@ _TILE_KNOBS = _KNOBS[:-1]  # the Triton kernel's; the warp-specialized path has 
 def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int,
             heads: int = 1) -> dict:
     """The launch configuration: defaults for (d, dtype), overridden by the caller's knobs."""
+    if not knobs:
+        # Most calls pass no knob: then the configuration depends on the problem's shape only,
+        # and is worked out once per shape (host time; fused_gemm does the same).
+        return dict(_default_launch_config(head_dim, dtype, causal, n_ctx, heads))
+    return _resolve_config(knobs, head_dim, dtype, causal, n_ctx, heads)
+
+
+@functools.lru_cache(maxsize=1024)
+def _default_launch_config(head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int,
+                           heads: int) -> dict:
+    """_config without knobs, remembered per shape (callers get a copy: never mutate this)."""
+    return _resolve_config({}, head_dim, dtype, causal, n_ctx, heads)
+
+
+def _resolve_config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx: int,
+                    heads: int) -> dict:
+    """_config's work: check the knobs, start from default_config, apply the knobs."""
     unknown = sorted(set(knobs) - set(_KNOBS))
     if unknown:
         raise TypeError(f"unknown keyword argument(s) {unknown}; the launch knobs are "
@@ -479,7 +500,7 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
     config = default_config(head_dim, dtype, causal=causal, heads=heads, n_ctx=n_ctx)
     # Default blocks longer than the sequence only add masked work: shrink them to N (at least
     # 16, the smallest tl.dot tile). Explicit knobs are kept as given.
-    fit = max(16, triton.next_power_of_2(max(n_ctx, 1)))
+    fit = max(16, next_power_of_2(n_ctx))
     config["block_m"] = min(config["block_m"], fit)
     config["block_n"] = min(config["block_n"], fit)
     config.update(explicit)
@@ -555,15 +576,21 @@ def _check_scale(scale, head_dim: int) -> float:
     return scale
 
 
-def _tma_problem(t: torch.Tensor) -> str | None:
-    """Why TMA cannot move tiles of `t`, or None when it can."""
-    if interpreting():
+def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool) -> str | None:
+    """Why TMA cannot move tiles of q, k and v, or None when it can. Both paths ask, once per
+    call: the Triton kernel's TMA loads and the warp-specialized kernel, which copies by TMA
+    only. interp: whether Triton's interpreter runs the kernels (interpreting(), read once)."""
+    if interp:
         # Triton's interpreter can run descriptors, but the bounds check this project installs
         # for interpreter runs (checks/device.py) knows plain tensor arguments only.
         return "TMA descriptors are not supported under this project's interpreter runs"
-    if t.device.type != "cuda" or capability(device_index(t))[0] < 9:
-        return f"TMA needs a GPU of compute capability 9.0 or newer, got {t.device}"
-    return _hopper.tma_stride_problem(t)
+    if q.device.type != "cuda" or capability(device_index(q))[0] < 9:
+        return f"TMA needs a GPU of compute capability 9.0 or newer, got {q.device}"
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        reason = _hopper.tma_stride_problem(t)
+        if reason:
+            return f"{name}: {reason}"
+    return None
 
 
 # The warp-specialized Hopper path (_attention_hopper.py), where it can run, when the grid of
@@ -586,11 +613,15 @@ _WARP_SPECIALIZED_PROGRAMS_PER_SM = {False: 1, True: 4}  # d = 128, by causal: a
 _WARP_SPECIALIZED_D64_CAUSAL = (1.5, 4.0)  # d = 64 with a causal mask: programs per SM, from-to
 
 
-def _warp_specialize_problem(q, k, v) -> str | None:
-    """Why the warp-specialized path cannot run on (H, N, d) q, k, v, or None."""
-    if interpreting():
+def _warp_specialize_problem(q, tma_problem: str | None, interp: bool) -> str | None:
+    """Why the warp-specialized path cannot run on (H, N, d) q, k, v, or None. tma_problem:
+    what _tma_problem said of q, k and v (this path moves every tile by TMA)."""
+    if interp:
         return "its Gluon kernel does not run under Triton's interpreter"
-    return _hopper.problem(q, k, v)
+    reason = _hopper.device_problem(q)
+    if reason:
+        return reason
+    return f"its copies are TMA's: {tma_problem}" if tma_problem else None
 
 
 def _warp_specialize_pays(heads: int, n_ctx: int, head_dim: int, causal: bool,
@@ -609,9 +640,14 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     """Run the kernel on (H, N, d) q, k, v (any strides); return a new contiguous (H, N, d)."""
     heads, n_ctx, head_dim = q.shape
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
+    # Host time: everything below runs on every call, and one head of a short sequence spends
+    # more time here than on the GPU. So the environment is read and q, k, v's layouts are
+    # checked for TMA once per call, for both paths (tools/profile_host.py --parts).
+    interp = interpreting()
+    tma_problem = _tma_problem(q, k, v, interp)
     ws = config.get("warp_specialize")  # True, False or None (auto)
     if ws is not False:
-        problem = _warp_specialize_problem(q, k, v)
+        problem = _warp_specialize_problem(q, tma_problem, interp)
         if ws and problem:
             raise ValueError(f"warp_specialize=True: {problem}")
         ws = problem is None and (ws or (config["auto_path"] and _warp_specialize_pays(
@@ -623,10 +659,9 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         return out
     use_tma = config["tma"]  # True, False or None (auto)
     if use_tma is not False:
-        problem = next(filter(None, map(_tma_problem, (q, k, v))), None)
-        if use_tma and problem:
-            raise ValueError(f"tma=True: {problem}")
-        use_tma = problem is None and (use_tma or _TMA_BY_DEFAULT)
+        if use_tma and tma_problem:
+            raise ValueError(f"tma=True: {tma_problem}")
+        use_tma = tma_problem is None and (use_tma or _TMA_BY_DEFAULT)
     maxnreg = config.get("maxnreg")
     if not config.get("own_maxnreg") and not use_tma:
         maxnreg = None  # the default's cap fits the TMA kernel; pointer loads would spill
@@ -667,7 +702,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
         USE_TMA=use_tma, HOST_DESCRIPTORS=host_descriptors,
-        UPCAST_DOT=interpreting() and q.dtype != torch.float32,
+        UPCAST_DOT=interp and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=num_stages,
         **({} if maxnreg is None else {"maxnreg": maxnreg}),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import io
 import json
 import pstats
@@ -90,9 +91,12 @@ def attention_parts(sa, q, k, v) -> dict:
         "torch.empty (1, N, d)": lambda: torch.empty((heads, n_ctx, head_dim), dtype=q.dtype,
                                                      device=q.device),
     }
-    if hasattr(sa, "_warp_specialize_problem"):  # the launcher as of 2026-12-01
+    if len(inspect.signature(sa._tma_problem).parameters) == 1:  # up to commit c22389f
         parts["_warp_specialize_problem"] = lambda: sa._warp_specialize_problem(q3, k3, v3)
         parts["_tma_problem x3"] = lambda: [sa._tma_problem(t) for t in (q3, k3, v3)]
+    else:  # q, k and v's layouts asked once per call, for both paths
+        parts["_tma_problem (q, k, v)"] = lambda: sa._tma_problem(q3, k3, v3, False)
+        parts["_warp_specialize_problem"] = lambda: sa._warp_specialize_problem(q3, None, False)
     parts["kv_splits_for"] = lambda: sa.kv_splits_for(heads, n_ctx, 64, False, q3)
     parts["triton.set_allocator"] = lambda: triton.set_allocator(descriptor_scratch)
     parts["descriptor_scratch (what Triton asks per launch)"] = lambda: descriptor_scratch(
