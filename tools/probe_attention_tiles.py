@@ -1,6 +1,6 @@
 """Attention tiles on the grids where we are furthest behind cuDNN. A diagnostic.
 
-    python3 tools/probe_attention_tiles.py
+    python3 tools/probe_attention_tiles.py [64 | pointers]
 
 Batched attention at d = 128 without a mask runs at 0.79-0.82x SDPA-cuDNN (validation report).
 Its default tile, 128 x 64 over 4 warps with 2 stages, needs 255 registers on sm_90 and spills
@@ -54,6 +54,17 @@ TILES_64_TALL = [dict(block_m=256, block_n=64, num_warps=16, num_stages=3),  # 1
                  dict(block_m=128, block_n=32, num_warps=8, num_stages=4),  # 128, none, 20 KiB
                  dict(block_m=128, block_n=64, num_warps=8, num_stages=4)]  # 201, none, 24 KiB
 
+# `python3 tools/probe_attention_tiles.py pointers`: d = 128 without a mask on the pointer path
+# (tma=False: what runs where TMA cannot describe the inputs, or on a GPU without TMA), whose
+# default tile spills 920 bytes per thread there (tests/test_gpu_compile.py, strict xfail).
+# Pointer loads, bf16, sm_90: registers per thread, spilled bytes (tools/compile_sm90.py).
+TILES_128_POINTERS = [dict(block_m=128, block_n=64, num_warps=4, num_stages=2),  # 255, 920 B
+                      dict(block_m=128, block_n=64, num_warps=8, num_stages=2),  # 255, none
+                      dict(block_m=128, block_n=64, num_warps=8, num_stages=3),  # 255, none
+                      dict(block_m=128, block_n=32, num_warps=8, num_stages=4),  # 215, none
+                      dict(block_m=128, block_n=128, num_warps=8, num_stages=3),  # 255, 376 B
+                      dict(block_m=64, block_n=64, num_warps=4, num_stages=3)]  # 255, 256 B
+
 
 def _label(knobs: dict) -> str:
     if not knobs:
@@ -61,7 +72,7 @@ def _label(knobs: dict) -> str:
     return f"{knobs['block_m']}x{knobs['block_n']}/{knobs['num_warps']}w/{knobs['num_stages']}s"
 
 
-def main(tall_64: bool = False) -> int:
+def main(tall_64: bool = False, pointers: bool = False) -> int:
     import torch
 
     from benchmarks import harness
@@ -74,14 +85,19 @@ def main(tall_64: bool = False) -> int:
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16")
     shapes = [(16, 4096), (64, 8192)] + ([(1, 16384)] if tall_64 else [])
-    for heads, n, d, causal, q, k, v, flops in attention_problems(
-            shapes, dims=(64,) if tall_64 else (64, 128)):
+    if pointers:
+        shapes = [(16, 4096), (64, 8192), (4, 16384), (1, 16384)]
+    dims = (64,) if tall_64 else (128,) if pointers else (64, 128)
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=dims):
+        if pointers and causal:
+            continue
         cudnn = sdpa_cudnn(q, k, v, causal)
-        tiles = [{}] + [t for t in (TILES_64_TALL if tall_64 else TILES[d])
-                        if not causal or t["block_n"] <= t["block_m"]]
+        candidates = TILES_64_TALL if tall_64 else TILES_128_POINTERS if pointers else TILES[d]
+        tiles = [{}] + [t for t in candidates if not causal or t["block_n"] <= t["block_m"]]
+        forced = dict(tma=False) if pointers else {}  # the launcher's default is tiles = {}
 
         def ours(knobs, q=q, k=k, v=v, causal=causal):
-            return lambda: sa.attention_heads(q, k, v, causal=causal, **knobs)
+            return lambda: sa.attention_heads(q, k, v, causal=causal, **knobs, **forced)
 
         calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in tiles})
         fns, labels = list(calls.values()), list(calls)
@@ -95,4 +111,4 @@ def main(tall_64: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(tall_64=sys.argv[1:] == ["64"]))
+    raise SystemExit(main(tall_64=sys.argv[1:] == ["64"], pointers=sys.argv[1:] == ["pointers"]))
