@@ -859,7 +859,8 @@ def cuda_stream(ctx, impl, case):
           cases=[Case(n=n, d=d, dtype="bfloat16", causal=c, heads=h)
                  for n, h in ((16384, 1), (8192, 4), (16384, 3)) for d in (64, 128)
                  for c in (False, True)],
-          doc="the benchmark's sizes, default launch and tma=True, float64 on sampled rows; "
+          doc="the benchmark's sizes, default launch, tma=True and tma=False (pointer loads, "
+              "at d = 128 without a mask on their own default tile), float64 on sampled rows; "
               "3 heads of 16384: a grid the launcher splits to fill its last wave")
 def cuda_long_sequences(ctx, impl, case):
     ctx.require_cuda()
@@ -871,7 +872,7 @@ def cuda_long_sequences(ctx, impl, case):
     rows = sorted(set(range(64)) | set(range(case.n - 64, case.n))
                   | {r for b in range(1024, case.n, 1024) for r in (b - 1, b, b + 1)})
     rows_t = torch.tensor(rows)
-    for knobs in ({}, {"tma": True}):
+    for knobs in ({}, {"tma": True}, {"tma": False}):
         if case.heads == 1:
             out = ctx.call(impl.attention, q[0], k[0], v[0], causal=case.causal, **knobs,
                            expect_shape=shape[1:], expect_dtype=case.dtype)[None]

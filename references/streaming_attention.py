@@ -341,7 +341,8 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     (registers capped) for very large grids (measured: see below). fp32 inputs
     run IEEE fp32 dot products on the CUDA cores (no tensor cores), whose operands live in
     registers: 64 x 32 tiles over 8 warps, 64 x 16 at d = 128, are the largest that compiled
-    without spills.
+    without spills. `pointer_tile`, where present, is the tile to use instead when TMA does
+    not run (the launcher swaps it in unless the caller chose a tile shape).
     """
     if dtype == torch.float32:
         return dict(block_m=64, block_n=32 if head_dim <= 64 else 16, num_warps=8, num_stages=2,
@@ -374,8 +375,20 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     if not causal and (heads * -(-n_ctx // 64) >= 512 or n_ctx >= 8192):
         if head_dim <= 64:
             return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=None)
-        return dict(block_m=128, block_n=64, num_warps=4, num_stages=2, tma=None)
+        return dict(block_m=128, block_n=64, num_warps=4, num_stages=2, tma=None,
+                    pointer_tile=_POINTER_TILE_D128)
     return dict(block_m=64, block_n=64, num_warps=4, num_stages=3, tma=None)
+
+
+# The tile above for large problems at d = 128 without a mask was chosen with TMA loads. Where
+# TMA does not run (strides it cannot describe, the interpreter, a GPU older than Hopper) the
+# same tile spills 920 bytes per thread on sm_90 (tools/compile_sm90.py). Timed on that
+# pointer path on the H200 (bf16, graph timing, 16 heads of 4096, 64 of 8192, 4 and 1 of
+# 16384; diagnostics/probe-attention-tiles-pointers-*), 128 x 128 tiles over 8 warps with 3
+# stages were the fastest of six on every problem, 1.12x-1.18x the 4-warp tile's speed, though
+# they spill too (376 bytes); the fastest tile that does not spill, 128 x 32 over 8 warps with
+# 4 stages, reached 1.05x-1.12x. Again: a spill is a cost to measure, not a verdict.
+_POINTER_TILE_D128 = dict(block_m=128, block_n=128, num_warps=8, num_stages=3)
 
 
 # Split-KV. One head of 16384 rows in 64-row programs is 256 programs, each walking all 16384
@@ -503,9 +516,15 @@ def _resolve_config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool
     fit = max(16, next_power_of_2(n_ctx))
     config["block_m"] = min(config["block_m"], fit)
     config["block_n"] = min(config["block_n"], fit)
+    if "pointer_tile" in config:
+        tile = config["pointer_tile"]
+        config["pointer_tile"] = dict(tile, block_m=min(tile["block_m"], fit),
+                                      block_n=min(tile["block_n"], fit))
     config.update(explicit)
-    if "maxnreg" not in explicit and set(explicit) & {"block_m", "block_n", "num_warps",
-                                                       "num_stages"}:
+    own_shape = bool(set(explicit) & {"block_m", "block_n", "num_warps", "num_stages"})
+    if own_shape:
+        config.pop("pointer_tile", None)  # the caller's tile is kept as given, TMA or not
+    if "maxnreg" not in explicit and own_shape:
         # The default's register cap was measured for its own tile only: the 128 x 64 tile
         # over 8 warps (107 registers uncapped) capped at 80 spilled and ran 6-9x slower.
         config["maxnreg"] = None
@@ -665,6 +684,8 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     maxnreg = config.get("maxnreg")
     if not config.get("own_maxnreg") and not use_tma:
         maxnreg = None  # the default's cap fits the TMA kernel; pointer loads would spill
+    if not use_tma and config.get("pointer_tile"):
+        config = {**config, **config["pointer_tile"]}  # the default's tile for pointer loads
     out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)
     if out.numel() == 0:
         return out

@@ -79,6 +79,35 @@ def test_attention_register_cap_never_reaches_the_pointer_kernel(monkeypatch):
         assert launches[0].get("maxnreg") == cap, knobs
 
 
+def test_attention_pointer_path_takes_its_own_tile_at_d128(monkeypatch):
+    """Large non-causal problems at d = 128 run 128 x 64 tiles over 4 warps with TMA; where TMA
+    does not run, that tile spills 920 bytes per thread, and 128 x 128 over 8 warps, 3 stages
+    measured 1.12x-1.18x faster (diagnostics/probe-attention-tiles-pointers-*). The swap is the
+    default's: a caller's own tile shape is kept as given."""
+    launches = []
+
+    class Recorder:  # stands in for the kernel: records each launch's grid and keywords
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append(dict(kwargs, grid=grid))
+
+    monkeypatch.setattr(sa, "attention_kernel", Recorder())
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors pass the device check (no TMA)
+    q = torch.empty(16, 4096, 128, dtype=torch.bfloat16)  # 1024 programs of 64 rows
+    for knobs, tile in (({}, (128, 128, 8, 3)), ({"tma": False}, (128, 128, 8, 3)),
+                        ({"num_warps": 4}, (128, 64, 4, 2)),
+                        ({"block_n": 32}, (128, 32, 4, 2))):
+        launches.clear()
+        sa.attention_heads(q, q, q, **knobs)
+        got = launches[0]
+        assert (got["BLOCK_M"], got["BLOCK_N"], got["num_warps"], got["num_stages"]) == tile, knobs
+    assert sa.default_config(128, torch.bfloat16, heads=16, n_ctx=4096)["pointer_tile"] == dict(
+        block_m=128, block_n=128, num_warps=8, num_stages=3)
+    assert "pointer_tile" not in sa.default_config(128, torch.bfloat16, causal=True, heads=16)
+    assert "pointer_tile" not in sa.default_config(64, torch.bfloat16, heads=16)
+    short = sa._config({}, 128, torch.bfloat16, False, 32, 1024)  # 1024 heads of 32 rows
+    assert short["pointer_tile"]["block_m"] == short["pointer_tile"]["block_n"] == 32
+
+
 def test_attention_splits_only_where_measured(h200):
     assert sa.kv_splits_for(1, 16384, 64, False, h200(torch.float32)) == 1  # not measured
     cpu = types.SimpleNamespace(device=torch.device("cpu"), dtype=torch.bfloat16)
