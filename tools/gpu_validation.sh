@@ -9,9 +9,10 @@
 # limits every part to those workshops: the report takes each workshop's rows from the latest
 # file that has it, so re-running one workshop refreshes only its rows. With WORKSHOPS set,
 # PART=parallel runs checks and zoo side by side, then the benchmarks: one workshop's whole
-# GPU evidence in one command (about 4 minutes for attention on an H200, 2.5 for the others),
-# eight files. The planted bugs' per-workshop parts go to PARTS_DIR (default OUT_DIR), so a
-# machine that returns at most a few files can keep them out of OUT_DIR.
+# GPU evidence in one command (about 6 minutes for attention on an H200, 2.5 for the others),
+# eight files. The planted bugs' per-workshop parts go to PARTS_DIR and the console logs to
+# LOGS_DIR (both default OUT_DIR), so a machine that returns at most a few files can keep them
+# out of OUT_DIR: with both elsewhere, one workshop's run leaves its five evidence files there.
 # Writes the evidence files into OUT_DIR with TAG
 # (default: today's date) in their names; copy them to benchmarks/results/ and run
 # `python3 -m benchmarks report` to rebuild the tables. The parts fit the lent machine's
@@ -25,6 +26,8 @@ out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
 tag=${2:-$(date +%Y%m%d)}
 part=${3:-all}
 mkdir -p "$out"
+logs=${LOGS_DIR:-$out}  # console logs (not evidence)
+mkdir -p "$logs"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-3}  # several processes share the CPU cores
 workshops=${WORKSHOPS:-$(python3 -c "from checks import catalog; print(' '.join(catalog.WORKSHOP_IDS))")}
 if [[ $part == parallel ]]; then
@@ -45,12 +48,12 @@ if [[ $part == checks || $part == all ]]; then
   for w in $workshops; do
     [[ $w == online_normalization ]] && continue  # NumPy on the CPU: no GPU evidence to take
     python3 -m checks run "$w" --impl references --device cuda \
-      --json "$out/checks-cuda-$w-$tag.json" > "$out/checks-cuda-$w-$tag.log" 2>&1 &
+      --json "$out/checks-cuda-$w-$tag.json" > "$logs/checks-cuda-$w-$tag.log" 2>&1 &
     pids+=($!)
   done
   status=0
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done  # exit 1 = a FAIL: keep going
-  tail -n 4 "$out"/checks-cuda-*-"$tag".log
+  tail -n 4 "$logs"/checks-cuda-*-"$tag".log
   echo "checks done (status $status)"
 fi
 
@@ -70,7 +73,7 @@ fi
 
 if [[ $part == zoo || $part == all ]]; then
   python3 -m benchmarks badcalls $workshops --device cuda --out "$out/badcalls-cuda-$tag.json" \
-    > "$out/badcalls-cuda-$tag.log" 2>&1 &
+    > "$logs/badcalls-cuda-$tag.log" 2>&1 &
   badcalls=$!
   export BUGZOO_JOBS=${BUGZOO_JOBS:-3}  # planted bugs of one workshop run 3 at a time
   tmp="${PARTS_DIR:-$out}/bugzoo-parts-$tag"  # one file per workshop, kept: a stopped run keeps the finished ones
@@ -83,7 +86,7 @@ if [[ $part == zoo || $part == all ]]; then
   done
   for pid in "${pids[@]}"; do wait "$pid" || true; done
   wait "$badcalls" || true
-  cat "$tmp"/bugzoo-*.log > "$out/bugzoo-cuda-$tag.log"
+  cat "$tmp"/bugzoo-*.log > "$logs/bugzoo-cuda-$tag.log"
   # One evidence file, as a single run would have written it: the workshops in book order.
   python3 - "$out/bugzoo-cuda-$tag.json" $(for w in $workshops; do echo "$tmp/bugzoo-$w.json"; done) <<'EOF'
 import json, sys
