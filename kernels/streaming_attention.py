@@ -321,8 +321,8 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     (registers capped) for very large grids (measured: see below). fp32 inputs
     run IEEE fp32 dot products on the CUDA cores (no tensor cores), whose operands live in
     registers: 64 x 32 tiles over 8 warps, 64 x 16 at d = 128, are the largest that compiled
-    without spills. `pointer_tile`, where present, is the tile to use instead when TMA does
-    not run (the launcher swaps it in unless the caller chose a tile shape).
+    without spills. Every key is a launch knob: `attention(q, k, v, **default_config(...))`
+    runs the defaults (for the TMA path; `pointer_tile` gives the pointer path's exception).
     """
     if dtype == torch.float32:
         return dict(block_m=64, block_n=32 if head_dim <= 64 else 16, num_warps=8, num_stages=2,
@@ -355,8 +355,7 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     if not causal and (heads * -(-n_ctx // 64) >= 512 or n_ctx >= 8192):
         if head_dim <= 64:
             return dict(block_m=128, block_n=64, num_warps=8, num_stages=3, tma=None)
-        return dict(block_m=128, block_n=64, num_warps=4, num_stages=2, tma=None,
-                    pointer_tile=_POINTER_TILE_D128)
+        return dict(block_m=128, block_n=64, num_warps=4, num_stages=2, tma=None)
     return dict(block_m=64, block_n=64, num_warps=4, num_stages=3, tma=None)
 
 
@@ -369,6 +368,18 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
 # they spill too (376 bytes); the fastest tile that does not spill, 128 x 32 over 8 warps with
 # 4 stages, reached 1.05x-1.12x. Again: a spill is a cost to measure, not a verdict.
 _POINTER_TILE_D128 = dict(block_m=128, block_n=128, num_warps=8, num_stages=3)
+
+
+def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, heads: int = 1,
+                 n_ctx: int = 4096) -> dict | None:
+    """The tile that replaces default_config's where TMA does not run, or None where the same
+    tile serves both paths (measured: see _POINTER_TILE_D128)."""
+    if dtype == torch.float32 or head_dim <= 64 or causal:
+        return None
+    default = default_config(head_dim, dtype, causal=causal, heads=heads, n_ctx=n_ctx)
+    if default["block_m"] != 128:  # not the large-problem tile (128 x 64 over 4 warps)
+        return None
+    return dict(_POINTER_TILE_D128)
 
 
 # Split-KV. One head of 16384 rows in 64-row programs is 256 programs, each walking all 16384
@@ -491,19 +502,21 @@ def _resolve_config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool
     explicit = {name: value for name, value in knobs.items() if value is not None}
     # (tma=None stays "auto": the default.)
     config = default_config(head_dim, dtype, causal=causal, heads=heads, n_ctx=n_ctx)
+    config["pointer_tile"] = pointer_tile(head_dim, dtype, causal=causal, heads=heads,
+                                          n_ctx=n_ctx)
     # Default blocks longer than the sequence only add masked work: shrink them to N (at least
     # 16, the smallest tl.dot tile). Explicit knobs are kept as given.
     fit = max(16, next_power_of_2(n_ctx))
     config["block_m"] = min(config["block_m"], fit)
     config["block_n"] = min(config["block_n"], fit)
-    if "pointer_tile" in config:
+    if config["pointer_tile"]:
         tile = config["pointer_tile"]
         config["pointer_tile"] = dict(tile, block_m=min(tile["block_m"], fit),
                                       block_n=min(tile["block_n"], fit))
     config.update(explicit)
     own_shape = bool(set(explicit) & {"block_m", "block_n", "num_warps", "num_stages"})
     if own_shape:
-        config.pop("pointer_tile", None)  # the caller's tile is kept as given, TMA or not
+        config["pointer_tile"] = None  # the caller's tile is kept as given, TMA or not
     if "maxnreg" not in explicit and own_shape:
         # The default's register cap was measured for its own tile only: the 128 x 64 tile
         # over 8 warps (107 registers uncapped) capped at 80 spilled and ran 6-9x slower.

@@ -37,7 +37,8 @@ stored (TMA clips both).
 
 Limits: 16-bit q, k, v of one shape (H, N, d), d = 64 or 128, unit feature stride and 16-byte
 aligned strides and start (TMA's rules), compute capability 9.0 exactly (wgmma is sm_90a's),
-and a Triton with Gluon (3.5 or newer). `problem()` says which one a call breaks.
+and a Triton with Gluon (3.5 or newer). `device_problem()` and `tma_stride_problem()` say
+which one a call breaks.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ try:
         warpgroup_mma_wait,
     )
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-except ImportError:  # a Triton without Gluon: problem() says so and nothing below is compiled
+except ImportError:  # a Triton without Gluon: device_problem() says so and nothing below is compiled
     gluon = None
 
 ROWS = 64  # query rows per consumer warpgroup: one wgmma M tile of 4 warps x 16 rows
@@ -274,7 +275,8 @@ def tma_stride_problem(t: torch.Tensor) -> str | None:
 
 def device_problem(q: torch.Tensor) -> str | None:
     """Why this path cannot run on q's device, dtype and head dim, or None if it can. The other
-    condition, that TMA can describe q, k and v, is `tma_stride_problem` (see `problem`)."""
+    condition, that TMA can describe q, k and v, is `tma_stride_problem`: the launcher asks it
+    once per call for both of attention's paths (streaming_attention._tma_problem)."""
     if gluon is None:
         return "it needs a Triton with Gluon (triton.experimental.gluon, Triton 3.5 or newer)"
     if q.device.type != "cuda" or capability(device_index(q)) != (9, 0):
@@ -287,18 +289,6 @@ def device_problem(q: torch.Tensor) -> str | None:
     return None
 
 
-def problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str | None:
-    """Why this path cannot run on (H, N, d) q, k, v (already validated), or None if it can."""
-    reason = device_problem(q)
-    if reason:
-        return reason
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        reason = tma_stride_problem(t)
-        if reason:
-            return f"its copies of {name} are TMA's: {reason}"
-    return None
-
-
 def programs(heads: int, n_ctx: int) -> int:
     """Programs in the grid of a call on `heads` heads of N rows."""
     return heads * cdiv(n_ctx, BLOCK_M)
@@ -306,7 +296,8 @@ def programs(heads: int, n_ctx: int) -> int:
 
 def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, causal: bool,
            qk_scale: float) -> None:
-    """Write attention of (H, N, d) q, k, v into `out` (H, N, d); problem() must be None."""
+    """Write attention of (H, N, d) q, k, v into `out` (H, N, d); device_problem(q) must be None and
+    tma_stride_problem(t) None for each of q, k, v."""
     heads, n_ctx, head_dim = q.shape
     layout_dtype = gl.bfloat16 if q.dtype == torch.bfloat16 else gl.float16
 

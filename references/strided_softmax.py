@@ -41,8 +41,9 @@ Limitations
   take the exchange instead (one read), 16-bit ones its shared-memory version on compute
   capability 9.x. 16-bit transposed rows longer than 4096 stay under 0.6 of the copy
   bandwidth (on the H200, graph timing: about 0.62 at 4096, falling to about 0.5 at 32768;
-  the validation report gives every run's numbers and says why). Very wide contiguous rows with few of them leave
-  most of the GPU idle on path A: that is the split softmax workshop's subject.
+  the validation report gives every run's numbers and says why). Very wide contiguous rows
+  with few of them leave most of the GPU idle on path A: that is the split softmax
+  workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
 - Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
 """

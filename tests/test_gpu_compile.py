@@ -74,7 +74,7 @@ def test_attention_default_tiles_compile_for_sm90_within_their_registers(head_di
                                                                          max_stack):
     config = sa.default_config(head_dim, torch.bfloat16, causal=causal, n_ctx=n_ctx)
     if not use_tma:  # what _launch swaps in where TMA does not run
-        config.update(config.get("pointer_tile", {}))
+        config.update(sa.pointer_tile(head_dim, torch.bfloat16, causal=causal, n_ctx=n_ctx) or {})
     compiled = sm90.attention(head_dim, config["block_m"], config["block_n"],
                               config["num_warps"], config["num_stages"], causal, use_tma)
     facts = sm90.resources(compiled)

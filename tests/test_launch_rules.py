@@ -100,12 +100,30 @@ def test_attention_pointer_path_takes_its_own_tile_at_d128(monkeypatch):
         sa.attention_heads(q, q, q, **knobs)
         got = launches[0]
         assert (got["BLOCK_M"], got["BLOCK_N"], got["num_warps"], got["num_stages"]) == tile, knobs
-    assert sa.default_config(128, torch.bfloat16, heads=16, n_ctx=4096)["pointer_tile"] == dict(
+    assert sa.pointer_tile(128, torch.bfloat16, heads=16, n_ctx=4096) == dict(
         block_m=128, block_n=128, num_warps=8, num_stages=3)
-    assert "pointer_tile" not in sa.default_config(128, torch.bfloat16, causal=True, heads=16)
-    assert "pointer_tile" not in sa.default_config(64, torch.bfloat16, heads=16)
+    assert sa.pointer_tile(128, torch.bfloat16, causal=True, heads=16) is None
+    assert sa.pointer_tile(64, torch.bfloat16, heads=16) is None
+    assert sa.pointer_tile(128, torch.bfloat16, heads=1, n_ctx=4096) is None  # 64-row default
     short = sa._config({}, 128, torch.bfloat16, False, 32, 1024)  # 1024 heads of 32 rows
     assert short["pointer_tile"]["block_m"] == short["pointer_tile"]["block_n"] == 32
+
+
+def test_attention_default_config_is_launch_knobs_only(monkeypatch):
+    """default_config's keys are the launch knobs: a caller may pass them back as they are."""
+    launches = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append(kwargs)
+
+    monkeypatch.setattr(sa, "attention_kernel", Recorder())
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    for d, heads, n in ((128, 16, 4096), (64, 64, 8192), (64, 1, 1024)):
+        config = sa.default_config(d, torch.bfloat16, heads=heads, n_ctx=n)
+        assert set(config) <= set(sa._KNOBS), config
+        q = torch.empty(heads, n, d, dtype=torch.bfloat16)
+        sa.attention_heads(q, q, q, **config)  # no TypeError for an unknown knob
 
 
 def test_attention_splits_only_where_measured(h200):
