@@ -9,8 +9,9 @@
 # limits every part to those workshops: the report takes each workshop's rows from the latest
 # file that has it, so re-running one workshop refreshes only its rows. With WORKSHOPS set,
 # PART=parallel runs checks and zoo side by side, then the benchmarks: one workshop's whole
-# GPU evidence in one command (about 6 minutes for attention on an H200, 2.5 for the others),
-# eight files. The planted bugs' per-workshop parts go to PARTS_DIR and the console logs to
+# GPU evidence in one command (about 6 minutes for attention on an H200, 2.5 for the others):
+# five evidence files, three logs and the bug zoo's parts folder. The planted bugs'
+# per-workshop parts go to PARTS_DIR and the console logs to
 # LOGS_DIR (both default OUT_DIR), so a machine that returns at most a few files can keep them
 # out of OUT_DIR: with both elsewhere, one workshop's run leaves its five evidence files there.
 # Writes the evidence files into OUT_DIR with TAG

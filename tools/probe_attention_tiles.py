@@ -55,9 +55,11 @@ TILES_64_TALL = [dict(block_m=256, block_n=64, num_warps=16, num_stages=3),  # 1
                  dict(block_m=128, block_n=64, num_warps=8, num_stages=4)]  # 201, none, 24 KiB
 
 # `python3 tools/probe_attention_tiles.py pointers`: d = 128 without a mask on the pointer path
-# (tma=False: what runs where TMA cannot describe the inputs, or on a GPU without TMA), whose
-# default tile spills 920 bytes per thread there (tests/test_gpu_compile.py, strict xfail).
-# Pointer loads, bf16, sm_90: registers per thread, spilled bytes (tools/compile_sm90.py).
+# (tma=False: what runs where TMA cannot describe the inputs, or on a GPU without TMA), where
+# the TMA path's tile (the first below) spills 920 bytes per thread. Its output
+# (diagnostics/probe-attention-tiles-pointers-*) chose the launcher's pointer tile, 128 x 128
+# over 8 warps, which "launcher default" runs since. Pointer loads, bf16, sm_90: registers per
+# thread, spilled bytes (tools/compile_sm90.py).
 TILES_128_POINTERS = [dict(block_m=128, block_n=64, num_warps=4, num_stages=2),  # 255, 920 B
                       dict(block_m=128, block_n=64, num_warps=8, num_stages=2),  # 255, none
                       dict(block_m=128, block_n=64, num_warps=8, num_stages=3),  # 255, none
@@ -102,8 +104,10 @@ def main(tall_64: bool = False, pointers: bool = False) -> int:
         calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {_label(t): ours(t) for t in tiles})
         fns, labels = list(calls.values()), list(calls)
         times = graph_medians_us(fns, plan)
-        print(f"H={heads} N={n} d={d} causal={causal} (default "
-              f"{_label(sa._config({}, d, q.dtype, causal, n, heads))}):", flush=True)
+        default = sa._config(forced, d, q.dtype, causal, n, heads)  # what the launcher runs
+        if pointers and default.get("pointer_tile"):  # _launch swaps it in without TMA
+            default = {**default, **default["pointer_tile"]}
+        print(f"H={heads} N={n} d={d} causal={causal} (default {_label(default)}):", flush=True)
         for label, us in zip(labels, times, strict=True):
             print(f"   {label:22s} {us:8.1f} us  {flops / us / 1e6:5.0f} TFLOP/s  "
                   f"{times[0] / us:.2f}x cudnn", flush=True)
@@ -111,4 +115,6 @@ def main(tall_64: bool = False, pointers: bool = False) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] not in ([], ["64"], ["pointers"]):
+        raise SystemExit("usage: python3 tools/probe_attention_tiles.py [64 | pointers]")
     raise SystemExit(main(tall_64=sys.argv[1:] == ["64"], pointers=sys.argv[1:] == ["pointers"]))

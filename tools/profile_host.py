@@ -31,9 +31,10 @@ from pathlib import Path
 import triton
 import triton.language as tl
 
-ROOT = Path(__file__).resolve().parent.parent
-if "--root" in sys.argv:  # before `references` is imported anywhere
-    ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
+# --root decides which `references` is imported, so it is read before anything imports it.
+_pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+_pre.add_argument("--root")
+ROOT = Path(_pre.parse_known_args()[0].root or Path(__file__).resolve().parent.parent).resolve()
 sys.path.insert(0, str(ROOT))
 
 
@@ -121,7 +122,7 @@ def attention_parts(sa, q, k, v) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(allow_abbrev=False)
     parser.add_argument("--out")
     parser.add_argument("--root", help="the checkout whose references to import (see above)")
     parser.add_argument("--parts", action="store_true", help="attention's launcher, step by step")
