@@ -365,8 +365,9 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
 # pointer path on the H200 (bf16, graph timing, 16 heads of 4096, 64 of 8192, 4 and 1 of
 # 16384; diagnostics/probe-attention-tiles-pointers-*), 128 x 128 tiles over 8 warps with 3
 # stages were the fastest of six on every problem, 1.12x-1.18x the 4-warp tile's speed, though
-# they spill too (376 bytes); the fastest tile that does not spill, 128 x 32 over 8 warps with
-# 4 stages, reached 1.05x-1.12x. Again: a spill is a cost to measure, not a verdict.
+# they spill too (376 bytes, at 3 stages as at 2); the tiles that do not spill reached 1.05x-1.12x
+# at best. Again: a spill is a cost to measure, not a verdict. Sequences shorter than the tile
+# keep the TMA path's (shrunk) tile: the swap was measured on long ones only.
 _POINTER_TILE_D128 = dict(block_m=128, block_n=128, num_warps=8, num_stages=3)
 
 
@@ -481,7 +482,10 @@ def _config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool, n_ctx:
     if not knobs:
         # Most calls pass no knob: then the configuration depends on the problem's shape only,
         # and is worked out once per shape (host time; fused_gemm does the same).
-        return dict(_default_launch_config(head_dim, dtype, causal, n_ctx, heads))
+        config = dict(_default_launch_config(head_dim, dtype, causal, n_ctx, heads))
+        if config["pointer_tile"]:  # the cache's own dicts are never handed out
+            config["pointer_tile"] = dict(config["pointer_tile"])
+        return config
     return _resolve_config(knobs, head_dim, dtype, causal, n_ctx, heads)
 
 
@@ -509,14 +513,13 @@ def _resolve_config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool
     fit = max(16, next_power_of_2(n_ctx))
     config["block_m"] = min(config["block_m"], fit)
     config["block_n"] = min(config["block_n"], fit)
-    if config["pointer_tile"]:
-        tile = config["pointer_tile"]
-        config["pointer_tile"] = dict(tile, block_m=min(tile["block_m"], fit),
-                                      block_n=min(tile["block_n"], fit))
+    if config["pointer_tile"] and config["pointer_tile"]["block_m"] > fit:
+        config["pointer_tile"] = None  # a short sequence: not where the swap was measured
     config.update(explicit)
     own_shape = bool(set(explicit) & {"block_m", "block_n", "num_warps", "num_stages"})
-    if own_shape:
-        config["pointer_tile"] = None  # the caller's tile is kept as given, TMA or not
+    if own_shape or "maxnreg" in explicit:
+        # The caller's tile, or a register cap chosen for the visible tile, is kept as given.
+        config["pointer_tile"] = None
     if "maxnreg" not in explicit and own_shape:
         # The default's register cap was measured for its own tile only: the 128 x 64 tile
         # over 8 warps (107 registers uncapped) capped at 80 spilled and ran 6-9x slower.
@@ -626,8 +629,8 @@ _WARP_SPECIALIZED_D64_CAUSAL = (1.5, 4.0)  # d = 64 with a causal mask: programs
 
 
 def _warp_specialize_problem(q, tma_problem: str | None, interp: bool) -> str | None:
-    """Why the warp-specialized path cannot run on (H, N, d) q, k, v, or None. tma_problem:
-    what _tma_problem said of q, k and v (this path moves every tile by TMA)."""
+    """Why the warp-specialized path cannot run on (H, N, d) q (and its k, v), or None.
+    tma_problem: what _tma_problem said of q, k and v (this path moves every tile by TMA)."""
     if interp:
         return "its Gluon kernel does not run under Triton's interpreter"
     reason = _hopper.device_problem(q)
@@ -653,8 +656,8 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     heads, n_ctx, head_dim = q.shape
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     # Host time: everything below runs on every call, and one head of a short sequence spends
-    # more time here than on the GPU. So the environment is read and q, k, v's layouts are
-    # checked for TMA once per call, for both paths (tools/profile_host.py --parts).
+    # more time here than on the GPU. So this function reads the environment once, and q, k,
+    # v's layouts are checked for TMA once, for both paths (tools/profile_host.py --parts).
     interp = interpreting()
     tma_problem = _tma_problem(q, k, v, interp)
     ws = config.get("warp_specialize")  # True, False or None (auto)

@@ -106,7 +106,12 @@ def test_attention_pointer_path_takes_its_own_tile_at_d128(monkeypatch):
     assert sa.pointer_tile(64, torch.bfloat16, heads=16) is None
     assert sa.pointer_tile(128, torch.bfloat16, heads=1, n_ctx=4096) is None  # 64-row default
     short = sa._config({}, 128, torch.bfloat16, False, 32, 1024)  # 1024 heads of 32 rows
-    assert short["pointer_tile"]["block_m"] == short["pointer_tile"]["block_n"] == 32
+    assert short["pointer_tile"] is None  # shorter than the tile: not where it was measured
+    assert sa._config({"maxnreg": 128}, 128, torch.bfloat16, False, 4096, 16)["pointer_tile"] \
+        is None  # a cap chosen for the visible tile stays on it
+    first = sa._config({}, 128, torch.bfloat16, False, 4096, 16)
+    first["pointer_tile"]["num_warps"] = 2  # a caller's edit never reaches the cache
+    assert sa._config({}, 128, torch.bfloat16, False, 4096, 16)["pointer_tile"]["num_warps"] == 8
 
 
 def test_attention_default_config_is_launch_knobs_only(monkeypatch):
