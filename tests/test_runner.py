@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from tests.helpers import ROOT, load_json, run_checks
+from tests.helpers import load_json, run_checks, run_python
 
 GOOD_ADD = """
 def add(x, y, *, block=1024):
@@ -138,16 +138,12 @@ def test_cuda_tier_is_unavailable_with_a_reason_on_the_interpreter():
 
 
 def test_device_cannot_switch_after_kernels_are_imported():
-    import subprocess
-    import sys
-
     code = ("import os; os.environ['TRITON_INTERPRET'] = '0'\n"
             "import references.foundations\n"
             "from checks import device\n"
             "try:\n    device.select('interpreter')\n"
             "except device.DeviceError as e:\n    print('REFUSED', e)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    done = run_python(code, timeout=120)
     assert "REFUSED" in done.stdout and "Restart" in done.stdout, done.stdout + done.stderr
 
 
@@ -174,18 +170,13 @@ def test_kernel_modules_run_under_the_interpreter_without_the_checks():
     TRITON_INTERPRET=1 and calls it, without the notebooks or the checks, must still work: the
     package applies the workaround on import. Split softmax's stage kernels loop over chunks
     with a runtime bound, so they meet the bug."""
-    import os
-    import subprocess
-    import sys
-
     code = ("import torch\n"
             "from references import split_softmax as ss\n"
             "x = torch.randn(3, 5000)\n"
             "y = ss.split_softmax(x, chunk=1024)\n"
             "err = (y.double() - torch.softmax(x.double(), -1)).abs().max().item()\n"
             "print('OK' if err < 1e-5 else f'WRONG {err}')\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TRITON_INTERPRET": "1"})
+    done = run_python(code, env={"TRITON_INTERPRET": "1"})
     assert done.stdout.strip() == "OK", done.stdout + done.stderr
 
 
@@ -194,10 +185,6 @@ def test_interpreted_kernels_do_not_warn_but_numpy_outside_them_still_does():
     logits) would print a RuntimeWarning into the learner's check cell, where a GPU computes it
     silently. Only the kernel launch is quieted: plain NumPy code, such as online
     normalization's under the checks' strict mode, must still raise on overflow."""
-    import os
-    import subprocess
-    import sys
-
     code = ("import warnings\n"
             "from checks import device\n"
             "device.select('interpreter')\n"
@@ -217,6 +204,5 @@ def test_interpreted_kernels_do_not_warn_but_numpy_outside_them_still_does():
             "    print('NUMPY QUIET')\n"
             "except FloatingPointError:\n"
             "    print('OK')\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TRITON_INTERPRET": ""})
+    done = run_python(code, env={"TRITON_INTERPRET": ""})
     assert done.stdout.strip() == "OK", done.stdout + done.stderr
