@@ -33,6 +33,13 @@ lose to cuDNN (0.95x-0.96x).
 The launcher's rule that came of it (4 stages for split programs of 8192 keys or more:
 _DEEP_PIPELINE_KEYS) against 3 to 6 stages at the launcher's splits, on 1-5 heads of 16384,
 both 16-bit dtypes, and two controls the rule leaves alone (one head of 8192, 16 of 4096).
+
+    python3 tools/probe_attention_splits.py --five
+
+d = 64, both masks, grids short of programs (1-3 heads of 8192-16384): the launcher's choice
+against the very-large-grid tile (64 x 64 over 4 warps, 2 stages, registers capped so that
+five programs share an SM) at 1, 2, 3 and 4 key splits. The splits probe above predates the
+register cap: there 64-row programs could share an SM only two to four at a time.
 """
 
 from __future__ import annotations
@@ -79,6 +86,8 @@ def main(argv: list[str]) -> int:
         return deep_probe(plan)
     if "--waves" in argv:
         return waves_probe(plan)
+    if "--five" in argv:
+        return five_probe(plan)
     shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
     if quick:
         shapes = [(1, 4096), (1, 16384)]
@@ -188,6 +197,28 @@ def deep_probe(plan) -> int:
             time_attention_against_cudnn(f"{str(dtype)[6:]} H={heads} N={n} d={d} (kv_splits {splits}, "
                                 f"{n // splits} keys each):", q, k, v, causal, flops,
                                 {_label(t): t for t in variants}, plan)
+    return 0
+
+
+def five_probe(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16, d = 64")
+    five = dict(block_m=64, block_n=64, num_warps=4, num_stages=2,
+                maxnreg=sa._FIVE_PER_SM_REGISTERS)
+    shapes = [(1, 8192), (1, 16384), (2, 16384), (3, 16384)]
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+        block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
+        default = sa.kv_splits_for(heads, n, block_m, causal, q)
+        variants = {f"launcher default ({block_m} rows, kv_splits {default})": {}}
+        for s in (1, 2, 3, 4):
+            variants[f"64x64/4w/2s maxnreg kv_splits={s}"] = dict(five, kv_splits=s)
+        time_attention_against_cudnn(f"H={heads} N={n} d={d} causal={causal} "
+                                     f"({heads * n // 64} programs of 64 rows unsplit):",
+                                     q, k, v, causal, flops, variants, plan, digits=3)
     return 0
 
 
