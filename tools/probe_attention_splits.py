@@ -40,6 +40,13 @@ d = 64, both masks, grids short of programs (1-3 heads of 8192-16384): the launc
 against the very-large-grid tile (64 x 64 over 4 warps, 2 stages, registers capped so that
 five programs share an SM) at 1, 2, 3 and 4 key splits. The splits probe above predates the
 register cap: there 64-row programs could share an SM only two to four at a time.
+
+    python3 tools/probe_attention_splits.py --five-causal
+
+d = 64 with a causal mask only, on grids of about 2 to 8 programs of 128 rows per SM (where
+the launcher picks the warp-specialized path from 1.5 to 4): the launcher's choice against
+the same register-capped tile at 1 to 8 key splits (the --five run saw it win on 3 heads of
+16384 with 3 and 4 splits).
 """
 
 from __future__ import annotations
@@ -86,6 +93,8 @@ def main(argv: list[str]) -> int:
         return deep_probe(plan)
     if "--waves" in argv:
         return waves_probe(plan)
+    if "--five-causal" in argv:
+        return five_probe(plan, causal_only=True)
     if "--five" in argv:
         return five_probe(plan)
     shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
@@ -200,7 +209,7 @@ def deep_probe(plan) -> int:
     return 0
 
 
-def five_probe(plan) -> int:
+def five_probe(plan, causal_only: bool = False) -> int:
     import torch
 
     from references import streaming_attention as sa
@@ -210,11 +219,18 @@ def five_probe(plan) -> int:
     five = dict(block_m=64, block_n=64, num_warps=4, num_stages=2,
                 maxnreg=sa._FIVE_PER_SM_REGISTERS)
     shapes = [(1, 8192), (1, 16384), (2, 16384), (3, 16384)]
+    splits = (1, 2, 3, 4)
+    if causal_only:
+        shapes = [(8, 4096), (16, 4096), (32, 4096), (4, 8192), (8, 8192), (16, 8192),
+                  (3, 16384), (4, 16384)]
+        splits = (1, 2, 3, 4, 6, 8)
     for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+        if causal_only and not causal:
+            continue
         block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
         default = sa.kv_splits_for(heads, n, block_m, causal, q)
         variants = {f"launcher default ({block_m} rows, kv_splits {default})": {}}
-        for s in (1, 2, 3, 4):
+        for s in splits:
             variants[f"64x64/4w/2s maxnreg kv_splits={s}"] = dict(five, kv_splits=s)
         time_attention_against_cudnn(f"H={heads} N={n} d={d} causal={causal} "
                                      f"({heads * n // 64} programs of 64 rows unsplit):",
