@@ -229,7 +229,9 @@ def five_probe(plan, causal_only: bool = False) -> int:
             continue
         block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
         default = sa.kv_splits_for(heads, n, block_m, causal, q)
-        variants = {f"launcher default ({block_m} rows, kv_splits {default})": {}}
+        path = ("warp-specialized" if sa._warp_specialize_pays(heads, n, d, causal, q)
+                else f"{block_m} rows, kv_splits {default}")
+        variants = {f"launcher default ({path})": {}}
         for s in splits:
             variants[f"64x64/4w/2s maxnreg kv_splits={s}"] = dict(five, kv_splits=s)
         time_attention_against_cudnn(f"H={heads} N={n} d={d} causal={causal} "
