@@ -17,6 +17,15 @@ tile shape, the pointer kernel, pointer stores), torch.mm and the same-contract 
 captured first and then timed in the same rounds (`harness.time_interleaved`), so clock drift
 hits every variant alike.
 
+    python3 tools/probe_gemm_tiles.py --group
+
+GROUP_M = 8 (the default) against 16 and 12 on the benchmark's aligned shapes, both dtypes, the
+rest of the configuration the default's, in three separate sets of interleaved rounds so that
+the run-to-run spread shows next to the difference (the --large run had group_m = 16 ahead by
+0.3-0.4% at 4096^3). For 128 x 256 tiles one wave of 132 programs in bands of G rows of tiles
+reads about G panels of A (128 x K) and 132 / G panels of B (K x 256, twice the bytes): the
+fewest bytes at G = sqrt(2 * 132), about 16.
+
     python3 tools/probe_gemm_tiles.py --waves
 
 asks whether the last, partly filled wave of tiles costs a whole wave: for N = K = 4096 and
@@ -120,6 +129,36 @@ def large_probe() -> int:
                 calls[f"{knobs or 'default'} rel.err {err:.1e}"] = ours
             medians = graph_medians_us(calls.values(), plan)
             _print_rows(f"{size}^3 {str(dtype)[6:]}", calls, medians, 2 * size ** 3)
+    return 0
+
+
+def group_probe() -> int:
+    import torch
+
+    from benchmarks import harness
+    from benchmarks.fused_gemm import SKINNY, SQUARE
+    from references import fused_gemm as fg
+
+    plan = harness.PLANS["sweep"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = [(n, n, n) for n in SQUARE if n >= 2048] + list(SKINNY)
+    for m, n, k in shapes:
+        for dtype in (torch.float16, torch.bfloat16):
+            a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
+            default = fg.default_config(m, n, k, num_sms=sms)
+            for group_m in (None, 16, 12):
+                knobs = {} if group_m is None else dict(default, group_m=group_m)
+                label = f"group_m={group_m or default['group_m']}{' (default)' if not knobs else ''}"
+
+                def ours(knobs=knobs):
+                    return fg.gemm_bias_relu(a, b, bias, **knobs)
+
+                calls[f"{label} rel.err {_rel_err(ours(), expected):.1e}"] = ours
+            tile = f"{default['block_m']}x{default['block_n']}"
+            for round_ in range(3):
+                medians = graph_medians_us(calls.values(), plan)
+                _print_rows(f"{m}x{n}x{k} {str(dtype)[6:]}, {tile} tiles, set {round_ + 1} of 3",
+                            calls, medians, 2 * m * n * k)
     return 0
 
 
@@ -338,6 +377,8 @@ def main() -> int:
         return large_probe()
     if "--waves" in sys.argv:
         return waves_probe()
+    if "--group" in sys.argv:
+        return group_probe()
     import torch
 
     from benchmarks import harness
