@@ -138,13 +138,27 @@ def _group_knob(impl) -> str | None:
     return None
 
 
+def _default_group(impl, knob: str, shape) -> int:
+    """The group size the launcher itself would pick for `shape`: its default_config's where it
+    has one (the reference's depends on the tile: 16 for 128 x 256 tiles, 8 otherwise; the
+    H200's 132 SMs assumed), else the keyword's default, else 8."""
+    config = getattr(impl, "default_config", None)
+    if callable(config):
+        try:
+            value = config(*shape).get(knob)
+        except (TypeError, ValueError, AttributeError):  # another signature: use the fallbacks
+            value = None
+        if isinstance(value, int) and value > 1:
+            return value
+    default = kwonly_defaults(impl.gemm_bias_relu)[knob]
+    return default if isinstance(default, int) and default > 1 else 8
+
+
 def problems(impl, scale: str) -> list:
     out = [gemm_problem(shape, dtype, [_ours(impl)]) for shape, dtype in _shapes(scale)]
     # Grouped against ungrouped launch order: the same kernel, group_m = 1 against its default.
     knob = _group_knob(impl)
     if knob:
-        default = kwonly_defaults(impl.gemm_bias_relu)[knob]
-        grouped = default if isinstance(default, int) and default > 1 else 8
         if scale == "dry":
             shapes = [((64, 48, 32), "float16")]
         elif scale == "quick":
@@ -152,6 +166,7 @@ def problems(impl, scale: str) -> list:
         else:
             shapes = [((n,) * 3, d) for d in DTYPES for n in (4096, 8192)]
         for shape, dtype in shapes:
+            grouped = _default_group(impl, knob, shape)
             ungrouped = _ours(impl, {knob: 1})
             ungrouped.name, ungrouped.role = "ungrouped", BASELINE
             problem = gemm_problem(shape, dtype, [_ours(impl, {knob: grouped}), ungrouped],
