@@ -462,13 +462,15 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
     - GROUP_M = 8 bands: the first wave of 132 programs then touches about 8 rows of A panels and
       17 columns of B panels instead of 5 rows and all the columns. For 128 x 256 tiles a B panel
       holds twice an A panel's bytes, so a wave in bands of G rows reads about G * 128 + (132 /
-      G) * 256 rows and columns of K per step: fewest near G = sqrt(2 * 132), about 16 (16 + 9
-      panels: 4352 against GROUP_M = 8's 9 + 16 panels, 5248). Measured on the H200 (graph
-      timing, three sets of interleaved rounds per shape, benchmarks/results/diagnostics/
-      probe-gemm-group-*), against 8: 4096^3 0.3-0.9% faster in five sets of six (the sixth,
-      bf16, 4% slower, not seen in its other two), 2048^3 -0.3% to +2.1%, 8192^3 +0.1% to
-      +0.6%, 16384 x 1024 x 4096 0-0.6% faster, 8192 x 8192 x 1024 within 0.3% either way. So
-      the 128 x 256 tile takes 16.
+      G) * 256 rows and columns of K per step: fewest near G = sqrt(2 * 132), about 16. At
+      4096^3 (16 tile columns) GROUP_M = 16 reads 16 + 9 panels (4352) where 8 reads 12 + 16
+      (5632: a band of 8 rows is 128 tiles, fewer than the wave); at 8192^3 4352 against
+      8 + 17 (5376). Measured on the H200 (graph timing, three sets of interleaved rounds per
+      shape, benchmarks/results/diagnostics/probe-gemm-group-*), against 8: 4096^3 0.3-0.9%
+      faster in five sets of six (the sixth, bf16, 4% slower, not seen in its other two),
+      8192^3 +0.1% to +0.6%, 16384 x 1024 x 4096 0-0.6%, 8192 x 8192 x 1024 within 0.3% either
+      way; 2048^3, whose 128 tiles are one wave in any order, -0.3% to +2.1% (the noise of a
+      28 us call). So the 128 x 256 tile takes 16.
     Not aligned (odd K or N, unaligned slices: `aligned=False`): no load can be vectorized, each
     thread holds one address per element of its A and B tiles, so 128 x 128 x 32 over 8 warps
     (16 + 16 elements per thread) instead of 64 x 64 x 64 per 4 warps' worth of threads.
