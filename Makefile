@@ -14,7 +14,8 @@ STAMP  := $(VENV)/.installed
 setup: $(STAMP)
 
 # One pinned set (requirements/lock.txt) for everything but torch and Triton, which depend on
-# the machine: a CPU machine gets torch 2.13 (CPU build) and Triton 3.6 (the version on the lent
+# the machine: a CPU machine gets torch 2.13 (a CPU build where pip finds one, e.g. on CI; PyPI's
+# Linux wheel is a CUDA build that also runs on the CPU) and Triton 3.6 (the version on the lent
 # GPU, whose interpreter the CPU checks use); a machine with an NVIDIA driver gets PyPI's CUDA
 # build of torch and the Triton it pins.
 $(STAMP): requirements/lock.txt requirements/browser.txt requirements/torch-cpu.txt requirements/torch-gpu.txt

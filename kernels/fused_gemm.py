@@ -100,6 +100,8 @@ _STREAM_K_MIN_SAVED_STEPS = 48
 # elements per thread, the better (the first H200 sweep: 128x128x64 with 4 warps, 64 + 64
 # elements per thread, ran 6x slower than with 8 warps on 4095 x 4097 x 4093).
 CONFIGS = [
+    # default_config's for large aligned problems, then the same tile in GROUP_M = 8 bands
+    dict(block_m=128, block_n=256, block_k=64, group_m=16, num_warps=8, num_stages=3),
     dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=3),
     dict(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=4),
     dict(block_m=128, block_n=256, block_k=64, group_m=4, num_warps=8, num_stages=4),
@@ -459,8 +461,9 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
     - fewer 128 x 128 tiles than SMs (`few_tiles`, e.g. 1024^3): 64 x 128 x 64, 4 warps,
       4 stages, twice as many programs;
     - block_k = 64 (a 128-byte row of 16-bit values per load), smaller only when K itself is;
-    - GROUP_M = 8 bands: the first wave of 132 programs then touches about 8 rows of A panels and
-      17 columns of B panels instead of 5 rows and all the columns. For 128 x 256 tiles a B panel
+    - GROUP_M = 8 for 128 x 128 tiles, 16 for 128 x 256 tiles. With 8 at 4096^2 in 128 x 128
+      tiles the first wave of 132 programs touches about 8 rows of A panels and 17 columns of B
+      panels instead of 5 rows and all the columns. For 128 x 256 tiles a B panel
       holds twice an A panel's bytes, so a wave in bands of G rows reads about G * 128 + (132 /
       G) * 256 rows and columns of K per step: fewest near G = sqrt(2 * 132), about 16. At
       4096^3 (16 tile columns) GROUP_M = 16 reads 16 + 9 panels (4352) where 8 reads 12 + 16
@@ -604,9 +607,10 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     PREFER_PERSISTENT; True: require it; False: the pointer kernel), tma_store (persistent
     kernel only; None: store C through a TMA descriptor when N * itemsize is a multiple of 16
     and PREFER_TMA_STORE; True: require it; False: masked pointer stores), stream_k (persistent
-    kernel only; None: when PREFER_STREAM_K and there are at least two waves of tiles, the tiles
-    of a partly filled last wave are shared K-step by K-step among all programs; True: share
-    them whenever the last wave is partly filled; False: never), stage_unaligned
+    kernel only; None: when PREFER_STREAM_K and the idle part of a partly filled last wave is
+    worth at least _STREAM_K_MIN_SAVED_STEPS K-steps (see stream_k_tiles), that wave's tiles are
+    shared K-step by K-step among all programs; True: share them whenever the last wave is
+    partly filled; False: never), stage_unaligned
     (None: on a GPU, copy operands whose rows are not 16-byte aligned into padded buffers when
     the problem is large enough to pay for the copies; True: always; False: never).
     """
