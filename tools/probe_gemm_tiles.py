@@ -19,10 +19,11 @@ hits every variant alike.
 
     python3 tools/probe_gemm_tiles.py --group
 
-GROUP_M = 8 (the default) against 16 and 12 on the benchmark's aligned shapes, both dtypes, the
+GROUP_M = 8 (the default until this probe) against 16 (the default since) and 12 on the
+benchmark's aligned shapes, both dtypes, the
 rest of the configuration the default's, in three separate sets of interleaved rounds so that
 the run-to-run spread shows next to the difference (the --large run had group_m = 16 ahead by
-0.3-0.4% at 4096^3). For 128 x 256 tiles one wave of 132 programs in bands of G rows of tiles
+0.3-0.6% at 4096^3). For 128 x 256 tiles one wave of 132 programs in bands of G rows of tiles
 reads about G panels of A (128 x K) and 132 / G panels of B (K x 256, twice the bytes): the
 fewest bytes at G = sqrt(2 * 132), about 16.
 
@@ -146,9 +147,9 @@ def group_probe() -> int:
         for dtype in (torch.float16, torch.bfloat16):
             a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
             default = fg.default_config(m, n, k, num_sms=sms)
-            for group_m in (None, 16, 12):
-                knobs = {} if group_m is None else dict(default, group_m=group_m)
-                label = f"group_m={group_m or default['group_m']}{' (default)' if not knobs else ''}"
+            for group_m in (8, 16, 12):
+                knobs = dict(default, group_m=group_m)
+                label = f"group_m={group_m}{' (default)' if group_m == default['group_m'] else ''}"
 
                 def ours(knobs=knobs):
                     return fg.gemm_bias_relu(a, b, bias, **knobs)
