@@ -568,3 +568,22 @@ def test_bug_zoo_and_bad_calls_merge_partial_runs_workshop_by_workshop(tmp_path)
     calls_text = sections["bad-calls"]
     assert "| all | | | 13 | 13 | | |" in calls_text  # foundations 5 (a) + fused_gemm 8 (b)
     assert calls_text.index("| foundations |") < calls_text.index("| fused_gemm |")  # book order
+
+
+def test_grouped_order_experiment_times_the_launchers_own_group_size():
+    """The grouped-order experiment compares the launcher's GROUP_M for the shape with 1: the
+    reference's default_config (16 for 128 x 256 tiles at 4096^3), else the keyword's default,
+    else 8 (a learner's module without default_config)."""
+    from benchmarks import fused_gemm as bench
+    from references import fused_gemm as reference
+
+    def grouped_knobs(impl):
+        return [p.providers[0].knobs for p in bench.problems(impl, "full")
+                if p.experiment == "grouped_order"]
+
+    expected = reference.default_config(4096, 4096, 4096)["group_m"]
+    assert expected == 16
+    assert {"group_m": expected} in grouped_knobs(reference)
+    assert all(k == {"group_m": 8} for k in grouped_knobs(_stub_impl()))
+    assert all(p.providers[1].knobs == {"group_m": 1}
+               for p in bench.problems(reference, "full") if p.experiment == "grouped_order")
