@@ -255,16 +255,18 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         "NaN in the output: a row whose scores are all -inf gives exp2(-inf - -inf) = NaN "
         "(every row must keep at least one key), or alpha overflowed (max not carried?)"
         if bool((got.isnan() & ~expected.isnan()).any()) else None))
-    hints.append(_tail_rows_hint(n, case))
+    hints.append(_tail_rows_hint(_block_candidates(impl, case, n, d, dtype, causal)[0][0], n))
     return hints
 
 
-def _tail_rows_hint(n, case):
+def _tail_rows_hint(block_m, n):
+    """Blame the tail only when there is one: N > block_m, N not a multiple of it, and every
+    wrong row lies in the last (partial) row block. With N <= block_m the one block is all
+    tail, so a wrong row there says nothing about masking."""
     def diagnose(got, expected, bad):
         rows = bad.reshape(-1, got.shape[-1]).any(dim=1).nonzero().flatten()
-        knobs = _knobs(case)
-        bm = knobs.get("block_m", 128)
-        if len(rows) and n % bm and int(rows.min()) >= (n // bm) * bm:
+        first_tail_row = (n // block_m) * block_m
+        if len(rows) and n > block_m and n % block_m and int(rows.min()) >= first_tail_row:
             return ("tail not masked: only the rows of the last (partial) row block are wrong")
         return None
 

@@ -226,8 +226,10 @@ def attention_kernel(
     # END EXERCISE
     lo1 = 0
     if KV_SPLITS > 1:
-        # Split-KV: this program folds only its share of stage 1's key blocks (consecutive
-        # blocks, shares differ by at most one block); the last split also runs stage 2.
+        # Split-KV: this program folds only its share of stage 1's key blocks: ceil(steps /
+        # KV_SPLITS) consecutive blocks, so the last splits may get fewer or none (an empty
+        # split hands on m = -inf, l = 0, which the merge weighs by 0); the last split also
+        # runs stage 2.
         steps = hi1 // BLOCK_N
         per_split = (steps + KV_SPLITS - 1) // KV_SPLITS
         lo1 = tl.minimum(split * per_split, steps) * BLOCK_N
@@ -385,8 +387,8 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
 # pointer path on the H200 (bf16, graph timing, 16 heads of 4096, 64 of 8192, 4 and 1 of
 # 16384; diagnostics/probe-attention-tiles-pointers-*), 128 x 128 tiles over 8 warps with 3
 # stages were the fastest of six on every problem, 1.12x-1.18x the 4-warp tile's speed, though
-# they spill too (376 bytes, at 3 stages as at 2); the tiles that do not spill reached 1.05x-1.12x
-# at best. Again: a spill is a cost to measure, not a verdict. Sequences shorter than the tile
+# they spill too (376 bytes, at 3 stages as at 2); the tiles that do not spill reached 1.07x-1.12x
+# at best (both ranges against the default's time in the same run). Again: a spill is a cost to measure, not a verdict. Sequences shorter than the tile
 # keep the TMA path's (shrunk) tile: the swap was measured on long ones only.
 _POINTER_TILE_D128 = dict(block_m=128, block_n=128, num_warps=8, num_stages=3)
 
@@ -404,7 +406,7 @@ def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, hea
 
 
 # Split-KV. One head of 16384 rows in 64-row programs is 256 programs, each walking all 16384
-# keys. Giving each row block KV_SPLITS programs, each on an equal share of the keys, shortens
+# keys. Giving each row block KV_SPLITS programs, each on a share of the keys, shortens
 # the longest program and lets several programs share an SM (one hides another's softmax
 # behind its matrix products), at the price of a small second kernel that merges the splits'
 # fp32 states (workspace: KV_SPLITS * N * (d + 2) floats per head; by default every split walks
@@ -639,7 +641,7 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 #   and this path has no key splits to even them out.
 # - d = 64, causal only, 1.5 to 4 programs per SM. Without a mask the Triton kernel is faster
 #   at every grid that fills the GPU (0.95x-0.96x against 0.89x-0.93x). With one, the Hopper
-#   path won every grid of about 2 and 4 programs per SM (N = 4096 to 16384: 0.97x-1.51x
+#   path won every grid of about 2 and 4 programs per SM (N = 4096 to 16384: 0.93x-1.51x
 #   against 0.87x-1.16x) and lost at 8 and beyond (N = 4096: 0.90x against 0.95x; N = 8192:
 #   0.93x against 0.95x at 16, a tie at 8, 0.95x against 0.94x), but for N = 16384, where it
 #   still won at 8 and 16 (1.07x and 0.99x against 0.96x and 0.95x); one

@@ -206,3 +206,22 @@ def test_interpreted_kernels_do_not_warn_but_numpy_outside_them_still_does():
             "    print('OK')\n")
     done = run_python(code, env={"TRITON_INTERPRET": ""})
     assert done.stdout.strip() == "OK", done.stdout + done.stderr
+
+
+def test_attention_tail_hint_needs_a_tail_beyond_the_first_row_block():
+    """The "tail not masked" hint must not blame masking when N fits in one row block."""
+    import torch
+
+    from checks.streaming_attention import _tail_rows_hint
+
+    def hint(block_m, n, wrong_rows):
+        got = torch.zeros(n, 4)
+        bad = torch.zeros(n, 4, dtype=torch.bool)
+        bad[wrong_rows] = True
+        return _tail_rows_hint(block_m, n)(got, got, bad)
+
+    assert hint(128, 17, [3]) is None  # one partial block: no tail to blame
+    assert hint(128, 100, [99]) is None
+    assert hint(128, 200, [130, 199]).startswith("tail not masked")
+    assert hint(128, 200, [5, 130]) is None  # a full block is wrong too
+    assert hint(64, 256, [255]) is None  # N a multiple of block_m: no partial block
