@@ -188,24 +188,23 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
     lines.append("first mismatches: " + "; ".join(
         f"{tuple(i)} got {got64[tuple(i)].item():.6g} expected {rounded[tuple(i)].item():.6g}"
         for i in listed))
-    hint = ""
+    # Which classic mistake explains the output best? (all computed exactly, see _mistakes.)
+    # A mistake that reproduces the output is the most specific hint, so it goes first; the
+    # checks' own diagnoses (patterns of wrong tiles, strides) speak only when none does.
+    acc = a.detach().cpu().double() @ b.detach().cpu().double()
+    truncate = ctx.device == "interpreter"
+    hint, best_share = "", (~bad).double().mean().item()
+    for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
+        share = ((got64 - candidate).abs() <= tol).double().mean().item()
+        if share >= 0.9 and share > best_share + 0.05:
+            hint, best_share = text, share
     diagnoses = list(extra)
     if tile is not None:
         diagnoses.append(_tile_pattern(*tile))
     for diagnose in diagnoses:
-        hint = diagnose(got64, rounded, bad) or ""
         if hint:
             break
-    if not hint:
-        # Which classic mistake explains the output best? (all computed exactly, see _mistakes)
-        acc = a.detach().cpu().double() @ b.detach().cpu().double()
-        truncate = ctx.device == "interpreter"
-        best, best_share = "", (~bad).double().mean().item()
-        for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
-            share = ((got64 - candidate).abs() <= tol).double().mean().item()
-            if share >= 0.9 and share > best_share + 0.05:
-                best, best_share = text, share
-        hint = best
+        hint = diagnose(got64, rounded, bad) or ""
     raise CheckFailed("\n".join(lines), hint=hint, max_error=ctx_max, tolerance=ctx_tol)
 
 
@@ -318,6 +317,32 @@ def _strides_ignored(a, b):
         return None
 
     return diagnose
+
+
+def _bias_layout_cases(device: str) -> list[Case]:
+    shapes = [(37, 45, 70), (5, 9, 0)] if device != "cuda" else [(37, 45, 70), (5, 9, 0),
+                                                                  (1024, 512, 256)]
+    return [Case(shape=s, bias_layout=lay, dtype=d) for s in shapes for lay in ("step", "expand")
+            for d in DTYPES]
+
+
+@register(W, "forward.bias_layouts", tier="kernel", uses=("gemm_bias_relu",),
+          cases=_bias_layout_cases,
+          doc="a strided bias (every other element of a longer vector; one value expand()ed, "
+              "stride 0) adds bias[n], not the n-th float of its storage")
+def forward_bias_layouts(ctx, impl, case):
+    m, n, k = case.shape
+    a = _operand(ctx, m, k, case.dtype)
+    b = _operand(ctx, k, n, case.dtype)
+    if case.bias_layout == "step":
+        bias = ctx.randn((2 * n,), "float32", scale=2.0)[::2]
+    else:
+        bias = ctx.randn((1,), "float32", scale=2.0).expand(n)
+    out = _run(ctx, impl, a, b, bias, False)
+    _compare(ctx, out, a, b, bias, False, extra=[lambda g, e, bad: (
+        f"bias stride ignored: bias has stride {bias.stride(0)}, so bias[n] lives at "
+        "bias_ptr + n * stride, not bias_ptr + n (or make the launcher pass a contiguous copy)")])
+    _note_upcast(ctx, case.dtype)
 
 
 def _zero_k_cases(device: str) -> list[Case]:
@@ -589,9 +614,24 @@ def _persistent_inputs(ctx, case, **knobs):
 def persistent_tma(ctx, impl, case):
     extra = {} if case.tma_store is None else dict(tma_store=case.tma_store)
     a, b, bias, knobs = _persistent_inputs(ctx, case, **extra)
-    out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
+    out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
     _compare(ctx, out, a, b, bias, case.relu)
     _note_upcast(ctx, case.dtype)
+
+
+def _run_persistent(ctx, impl, a, b, bias, relu, knobs):
+    """_run, and fail unless the persistent kernel is what ran: a launcher that ignored
+    persistent=True would still give right values."""
+    from checks import launches
+
+    with launches.counting() as log:
+        out = _run(ctx, impl, a, b, bias, relu, **knobs)
+    if not any("persistent" in name for name in log):
+        raise CheckFailed(f"gemm_bias_relu({knobs}) launched {log or 'no kernel'}, not the "
+                          "persistent kernel",
+                          hint="persistent=True must run gemm_bias_relu_persistent_kernel (or "
+                               "refuse with a ValueError where it cannot run)")
+    return out
 
 
 def _stream_k_cases(device: str) -> list[Case]:
@@ -618,7 +658,7 @@ def _stream_k_cases(device: str) -> list[Case]:
 def persistent_stream_k(ctx, impl, case):
     torch = ctx.torch
     a, b, bias, knobs = _persistent_inputs(ctx, case, stream_k=True)
-    out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
+    out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
     try:
         _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
     except CheckFailed as exc:
@@ -693,6 +733,7 @@ def bad_calls(ctx, impl, case):
     e(f, a, b, group_m=-2, mentions=["group_m"], what="group_m < 0")
     e(f, a, b, num_warps=3, mentions=["num_warps"], what="num_warps = 3")
     e(f, a, b, num_warps=32, mentions=["num_warps"], what="num_warps = 32")
+    e(f, a, b, num_warps=4.0, mentions=["num_warps"], what="num_warps a float")
     e(f, a, b, num_stages=0, mentions=["num_stages"], what="num_stages = 0")
     e(f, a, b, num_stages=9, mentions=["num_stages"], what="num_stages = 9")
     e(f, a, b, persistent="yes", mentions=["persistent"], what="persistent not a bool")

@@ -543,6 +543,7 @@ def bad_calls(ctx, impl, case):
         ("State: +inf maximum", State, (math.inf, 1.0), ValueError, ["inf"]),
         ("State: s = 0 with a finite m", State, (1.0, 0.0), ValueError, ["s"]),
         ("State: a string", State, ("0", 1.0), TypeError, ["m"]),
+        ("State: an int beyond float64", State, (10 ** 400, 1.0), ValueError, ["m"]),
         ("from_values: 2-D", impl.from_values, (np.ones((2, 3)),), ValueError, ["1-D"]),
         ("from_values: 0-D", impl.from_values, (np.float64(1.0),), ValueError, ["1-D"]),
         ("from_values: NaN entry", impl.from_values, ([1.0, math.nan],), ValueError, ["nan"]),

@@ -110,8 +110,11 @@ def _close(got, alt, rtol, atol) -> bool:
     return bool((near | both_nan).all())
 
 
-def _diagnoses(y, dy, dim, rtol, atol, *, extra=()):
-    """Classic softmax-backward mistakes, each recognised by recomputing what it would give."""
+def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
+    """Classic softmax-backward mistakes, each recognised by recomputing what it would give.
+
+    gpu: the run is on a GPU, where an unmasked tail reads memory silently (the interpreter's
+    bounds check names such a load itself), so only there is it worth a guess."""
     import torch
 
     y64, dy64 = y.detach().cpu().double(), dy.detach().cpu().double()
@@ -121,6 +124,28 @@ def _diagnoses(y, dy, dim, rtol, atol, *, extra=()):
         if _close(got, y64 * dy64, rtol, atol):
             return ("missing the - <dy, y> term: the result equals y * dy; subtract each row's "
                     "dot product <dy, y> from dy before multiplying by y (J = diag(y) - y y^T)")
+        return None
+
+    def misplaced_parenthesis(got, exp, bad):
+        rows = (dy64 * y64).sum(d, keepdim=True)
+        if _close(got, y64 * dy64 - rows, rtol, atol):
+            return ("misplaced parenthesis: the result equals y * dy - <dy, y>; the formula is "
+                    "y * (dy - <dy, y>), the dot product subtracted from dy before multiplying")
+        return None
+
+    def dot_of_one_tile(got, exp, bad):
+        # The looped path with `dot = ...` for `dot += ...`: only the last column tile counts.
+        width = y.shape[d]
+        yd, dyd, g = (y64, dy64, got) if d == 1 else (y64.t(), dy64.t(), got.t())
+        tile = 16
+        while tile < width:
+            start = (width - 1) // tile * tile
+            dot = (dyd[:, start:] * yd[:, start:]).sum(1, keepdim=True)
+            if _close(g, yd * (dyd - dot), rtol, atol):
+                return (f"<dy, y> not accumulated over the column tiles: the result matches a "
+                        f"dot product over the last {width - start} columns only (tiles of "
+                        f"{tile}); add each tile's part (dot += ...), do not overwrite it")
+            tile *= 2
         return None
 
     def wrong_dim(got, exp, bad):
@@ -140,10 +165,7 @@ def _diagnoses(y, dy, dim, rtol, atol, *, extra=()):
                         f"with y's {y.stride()}; pass dy.stride(0), dy.stride(1) for dy")
         except RuntimeError:  # y's strides reach outside dy's storage (a broadcast dy)
             pass
-        if float(bad.double().mean()) < 0.25:  # a few stray elements: not a layout mistake
-            return None
-        return (f"dy's strides taken from y (or dy assumed contiguous)? This case gives dy "
-                f"strides {dy.stride()} and y strides {y.stride()}: each tensor needs its own")
+        return None
 
     def low_precision_dot(got, exp, bad):
         # Undo the formula row by row: implied <dy, y> = dy - dx / y where y is not tiny.
@@ -166,7 +188,7 @@ def _diagnoses(y, dy, dim, rtol, atol, *, extra=()):
         # follows (the next row, or allocator slack), which lands in <dy, y> and spoils the
         # whole row. (The interpreter's bounds check names the load itself.)
         width = y.shape[d]
-        if width < 2 or width & (width - 1) == 0:
+        if not gpu or width < 2 or width & (width - 1) == 0:
             return None  # a power-of-two width may fill its blocks exactly
         rows_bad = bad.any(dim=d)
         if bool(rows_bad.any()) and float(bad.double().mean()) > 0.5:
@@ -175,7 +197,8 @@ def _diagnoses(y, dy, dim, rtol, atol, *, extra=()):
                     "<dy, y>: mask them and load them as 0 (they must add nothing)")
         return None
 
-    return [missing_dot, wrong_dim, *extra, low_precision_dot, dy_strides, ragged_tail]
+    return [missing_dot, misplaced_parenthesis, wrong_dim, *extra, low_precision_dot,
+            dot_of_one_tile, dy_strides, ragged_tail]
 
 
 def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, **knobs):
@@ -199,7 +222,7 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         raise
     ctx.assert_close(out, expected, rtol=rtol, atol=atol,
                      name=name or f"softmax_backward(y, dy, dim={dim})",
-                     diagnose=_diagnoses(y, dy, dim, rtol, atol))
+                     diagnose=_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda"))
     return out
 
 
@@ -536,7 +559,8 @@ def autograd_softmax_apply(ctx, impl, case):
     ctx.assert_close(x.grad, expected, rtol=tol.rtol, atol=tol.atol + slack,
                      name=f"x.grad of Softmax.apply(x, dim={case.dim})",
                      diagnose=[saved_x] + _diagnoses(y.detach(), dy, case.dim, tol.rtol,
-                                                     tol.atol + slack))
+                                                     tol.atol + slack,
+                                                     gpu=ctx.device == "cuda"))
 
 
 @register(W, "autograd.finite_differences", tier="kernel", uses=USES_AUTOGRAD,
@@ -576,7 +600,8 @@ def autograd_finite_differences(ctx, impl, case):
     atol = 16 * eps32 * float(dy64.abs().max())
     ctx.assert_close(x.grad, numeric, rtol=1e-5, atol=atol,
                      name="x.grad vs central differences",
-                     diagnose=_diagnoses(y.detach(), dy32, case.dim, 1e-5, atol))
+                     diagnose=_diagnoses(y.detach(), dy32, case.dim, 1e-5, atol,
+                                         gpu=ctx.device == "cuda"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -274,7 +274,7 @@ def _tail_rows_hint(block_m, n):
 
 
 def _compare_head(ctx, impl, case, got, q, k, v, *, causal, scale_given, name,
-                  exact_scores=False):
+                  exact_scores=False, extra=()):
     """assert_close for one (N, d) head with the attention tolerance and the mistake replays.
 
     exact_scores: q k^T is exact (small integers), so equal scores give bitwise equal logits and
@@ -288,7 +288,7 @@ def _compare_head(ctx, impl, case, got, q, k, v, *, causal, scale_given, name,
     ctx.assert_close(got, expected, name=name, rtol=rtol, atol=atol,
                      diagnose=_diagnoses(impl, case, q, k, v, causal=causal,
                                          scale_used=scale_used, scale_given=scale_given,
-                                         rtol=rtol, atol=atol))
+                                         rtol=rtol, atol=atol) + list(extra))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,6 +452,13 @@ def _strided_inputs(ctx, layout: str, n: int, d: int, dtype: str):
         # (N, 3 * 2 * d): two heads' q, k, v side by side; we take head 1 (a column offset).
         qkv = ctx.randn((n, 3, 2, d), dtype)
         return qkv[:, 0, 1], qkv[:, 1, 1], qkv[:, 2, 1]
+    if layout == "mixed_rows":
+        # Three row strides (d, 2 * d, 3 * d): a launcher that passes one tensor's strides for
+        # another's (k's for v, say) reads the wrong rows. Unit feature stride: TMA can run.
+        q = ctx.randn((n, d), dtype)
+        k = ctx.randn((n, 2, d), dtype)[:, 1]
+        v = ctx.randn((n, 3, d), dtype)[:, 2]
+        return q, k, v
     if layout == "transposed_stepped":
         # q column-major (feature stride N), k every other row, v a column slice.
         q = ctx.randn((d, n), dtype).t()
@@ -465,19 +472,21 @@ def _strided_cases(device: str) -> list[Case]:
     if device == "cuda":
         return [Case(layout=lay, n=n, d=d, dtype="float16" if d == 64 else "bfloat16",
                      causal=c, tma=t)
-                for lay in ("packed_qkv", "packed_heads", "transposed_stepped")
+                for lay in ("packed_qkv", "packed_heads", "mixed_rows", "transposed_stepped")
                 for n in (17, 1000) for d in (64, 128) for c in (False, True)
                 for t in (False, True)
                 if not (t and lay == "transposed_stepped")]  # TMA needs a unit feature stride
     return [Case(layout="packed_qkv", n=100, d=32, dtype="float16", causal=False, tma=False),
             Case(layout="packed_heads", n=33, d=16, dtype="bfloat16", causal=True, tma=False),
+            Case(layout="mixed_rows", n=50, d=32, dtype="float16", causal=True, tma=False),
             Case(layout="transposed_stepped", n=65, d=64, dtype="float32", causal=True, tma=False),
             Case(layout="transposed_stepped", n=40, d=16, dtype="float16", causal=False,
                  tma=False)]
 
 
 @register(W, "forward.strided", tier="kernel", uses=("attention",), cases=_strided_cases,
-          doc="q, k, v as slices of a packed qkv tensor, transposed and stepped views")
+          doc="q, k, v as slices of a packed qkv tensor, with three different row strides, "
+              "transposed and stepped views")
 def forward_strided(ctx, impl, case):
     q, k, v = _strided_inputs(ctx, case.layout, case.n, case.d, case.dtype)
     knobs = {"block_m": 32, "block_n": 16} if ctx.device != "cuda" else {}
@@ -489,7 +498,16 @@ def forward_strided(ctx, impl, case):
     _compare_head(ctx, impl, Case(case, blocks=(32, 16) if knobs.get("block_m") else "default"),
                   out, q, k, v, causal=case.causal, scale_given=None,
                   name=f"attention on {case.layout} views (strides q {tuple(q.stride())}, "
-                       f"k {tuple(k.stride())}, v {tuple(v.stride())})")
+                       f"k {tuple(k.stride())}, v {tuple(v.stride())})",
+                  extra=[_strides_mixed_up])
+
+
+def _strides_mixed_up(got, expected, bad):
+    if bad.double().mean() < 0.5:
+        return None
+    return ("strides ignored or mixed up: most outputs are wrong on views whose strides differ; "
+            "pass each tensor's own strides (q's, k's, v's, out's) and address row n of k as "
+            "k_ptr + n * stride_kn + c * stride_kd, never assuming contiguous rows")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -728,6 +746,13 @@ def bad_calls(ctx, impl, case):
                          what=f"attention: scale={bad}")
     ctx.expect_error(att, q, k, v, scale="0.1", mentions=["scale"],
                      what="attention: scale given as a string")
+    ctx.expect_error(att, q, k, v, scale=1e-300, mentions=["scale"],
+                     what="attention: scale so small that scale * log2(e) is 0 in float32")
+    ctx.expect_error(att, q, k, v, scale=10 ** 400, mentions=["scale"],
+                     what="attention: scale an int too large for a float")
+    many = ctx.randn((65536, 1, 16), "float16")
+    ctx.expect_error(heads, many, many, many, mentions=["heads"],
+                     what="attention_heads: 65536 heads, past a CUDA grid's second axis")
     ctx.expect_error(att, q, k, v, causal="yes", mentions=["causal"],
                      what="attention: causal not a bool")
     ctx.expect_error(att, q, k, v, block_m=100, mentions=["block_m"],
@@ -783,7 +808,8 @@ def bad_calls(ctx, impl, case):
 # K and V stages wraps), both masks and 16-bit dtypes, d = 64 and 128; the views on the longer
 # N only; 4096 contiguous for many trips around the ring.
 _WARP_SPECIALIZED_CASES = [Case(layout=lay, n=n, d=d, dtype=dt, causal=c)
-                           for lay in ("contiguous", "packed_qkv", "heads_view", "shared_kv")
+                           for lay in ("contiguous", "packed_qkv", "mixed_rows", "heads_view",
+                                       "shared_kv")
                            for n in (1, 17, 257, 1000, 4096) for d in (64, 128)
                            for dt in ("float16", "bfloat16") for c in (False, True)
                            if lay == "contiguous" or n in (257, 1000)
@@ -793,7 +819,8 @@ _WARP_SPECIALIZED_CASES = [Case(layout=lay, n=n, d=d, dtype=dt, causal=c)
 @register(W, "cuda.warp_specialized", tier="cuda", uses=("attention", "attention_heads"),
           cases=_WARP_SPECIALIZED_CASES,
           doc="warp_specialize=True (the Hopper path): ragged N, causal or not, fp16/bf16, "
-              "packed-qkv and per-head views, k and v shared by every head, against float64")
+              "packed-qkv views, q, k and v with three row strides, per-head views, k and v "
+              "shared by every head, against float64")
 def cuda_warp_specialized(ctx, impl, case):
     import importlib.util
 
@@ -821,8 +848,8 @@ def cuda_warp_specialized(ctx, impl, case):
             _compare_head(ctx, impl, blocks, out[h], q[h], k[h], v[h], causal=case.causal,
                           scale_given=None, name=f"attention_heads(..., warp_specialize=True)[{h}]")
         return
-    if case.layout == "packed_qkv":
-        q, k, v = _strided_inputs(ctx, "packed_qkv", case.n, case.d, case.dtype)
+    if case.layout in ("packed_qkv", "mixed_rows"):
+        q, k, v = _strided_inputs(ctx, case.layout, case.n, case.d, case.dtype)
     else:
         q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     out = ctx.call(impl.attention, q, k, v, causal=case.causal, warp_specialize=True,

@@ -30,7 +30,8 @@ Two kernels, one contract
   Both kernels share the tile order and the epilogue, so the exercises shape both.
 
 Limitations
-- float16 and bfloat16 only, both operands of one dtype; bias float32 of shape (N,) or None.
+- float16 and bfloat16 only, both operands of one dtype; bias float32 of shape (N,) or None
+  (any stride: a strided bias is copied once into N contiguous floats before the launch).
 - Under Triton's CPU interpreter a bfloat16 `tl.dot` multiplies raw bit patterns, so there (and
   only there) both operands are upcast to float32 before `tl.dot` (exact: a bfloat16 product
   fits float32). Real GPUs run the bfloat16 tensor-core path.
@@ -579,7 +580,9 @@ def _check_knob_types(**knobs) -> None:
         check_int_range("group_m", knobs["group_m"], 1, 1 << 16)
     if knobs["num_warps"] is not None:
         value = knobs["num_warps"]
-        if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 2, 4, 8, 16):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"num_warps must be an int, got {type(value).__name__}")
+        if value not in (1, 2, 4, 8, 16):
             raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16; got {value!r}")
     if knobs["num_stages"] is not None:
         check_int_range("num_stages", knobs["num_stages"], 1, 8)
@@ -698,6 +701,11 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
         return c
+    if bias is not None and bias.stride(0) != 1:
+        # The epilogue reads bias[n] at bias_ptr + n: a strided bias (a slice with a step, an
+        # expand()ed scalar with stride 0) is copied once into N contiguous floats, far less
+        # than the M x N tile it is added to, so the kernels need no stride for it.
+        bias = bias.contiguous()
 
     # -- launch ---------------------------------------------------------------------------------
     bm, bn, bk = config["block_m"], config["block_n"], config["block_k"]

@@ -65,6 +65,8 @@ from ._validate import check_device, check_int_range, check_power_of_two, check_
 HEAD_DIMS = (16, 32, 64, 128)
 _LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
 _FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_TINY = 2.0 ** -126  # the smallest normal float32: GPUs flush smaller values to zero
+_MAX_GRID_Y = 65535  # CUDA's limit on a grid's second axis
 
 
 # ---------------------------------------------------------------------------------------------
@@ -585,11 +587,19 @@ def _check_scale(scale, head_dim: int) -> float:
         return head_dim ** -0.5
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
-    scale = float(scale)
+    try:
+        scale = float(scale)
+    except OverflowError:  # an int too large for a float
+        raise ValueError("scale must be finite and > 0, got an int too large for a float") from None
     if not math.isfinite(scale) or scale <= 0.0:
         raise ValueError(f"scale must be finite and > 0, got {scale}")
     if scale * _LOG2E > _FLOAT32_MAX:
         raise ValueError(f"scale must fit float32 after folding log2(e) in, got {scale:g}")
+    if scale * _LOG2E < _FLOAT32_TINY:
+        # Folded into float32 it would be 0 (or flushed to 0), and a masked score, -inf * 0,
+        # would be NaN.
+        raise ValueError(f"scale must be at least 2**-126 / log2(e) (a normal float32 once "
+                         f"log2(e) is folded in), got {scale:g}")
     return scale
 
 
@@ -656,6 +666,9 @@ def _warp_specialize_pays(heads: int, n_ctx: int, head_dim: int, causal: bool,
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     """Run the kernel on (H, N, d) q, k, v (any strides); return a new contiguous (H, N, d)."""
     heads, n_ctx, head_dim = q.shape
+    if heads > _MAX_GRID_Y:  # heads (times key splits) run along the grid's second axis
+        raise ValueError(f"at most {_MAX_GRID_Y} heads per call (a CUDA grid's second axis), "
+                         f"got {heads}: split the heads over several calls")
     qk_scale = scale * _LOG2E  # fold log2(e) into the scale: exp(x) = exp2(x * log2(e))
     # Host time: everything below runs on every call, and one head of a short sequence spends
     # more time here than on the GPU. So this function reads the environment once, and q, k,
@@ -705,6 +718,10 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
     if splits is None:
         splits = kv_splits_for(heads, n_ctx, block_m, causal, q)
     splits = min(splits, cdiv(n_ctx, block_n))  # at most one split per key block
+    if heads * splits > _MAX_GRID_Y:
+        raise ValueError(f"kv_splits = {splits} over {heads} heads is {heads * splits} programs "
+                         f"along the grid's second axis; CUDA allows {_MAX_GRID_Y}. Use fewer "
+                         "kv_splits.")
     num_stages = config["num_stages"]
     if (config["auto_path"] and splits > 1 and n_ctx // splits >= _DEEP_PIPELINE_KEYS
             and block_m == 128 and head_dim <= 64 and not causal):

@@ -71,7 +71,10 @@ class State:
 def _as_float(name: str, value) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int or Fraction beyond float64's range
+        raise ValueError(f"{name} must fit a float64, got {value!r:.40}") from None
 
 
 def _check_state(name: str, state) -> None:
@@ -82,7 +85,11 @@ def _check_state(name: str, state) -> None:
 
 def _as_row(name: str, x) -> np.ndarray:
     """`x` as a new 1-D float64 array; refuse non-numbers, other ranks, NaN and +inf."""
-    array = np.asarray(x)
+    try:
+        array = np.asarray(x)
+    except RuntimeError as error:  # e.g. a torch tensor that requires grad or lives on a GPU
+        raise TypeError(f"{name} must be convertible to a NumPy array ({error}); pass a list, "
+                        "a NumPy array or a detached CPU tensor") from None
     if array.dtype.kind not in "fiu":  # float, signed or unsigned int; not bool/complex/object
         raise TypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
     if array.ndim != 1:

@@ -36,6 +36,9 @@ BUGS = [
     # max(acc, 0) taken before the bias is added.
     Bug("relu_before_bias", find="acc = acc + bias", replace="acc = tl.maximum(acc, 0.0) + bias",
         check="forward.ragged", hint="ReLU applied before the bias"),
+    # The launcher hands a strided bias to kernels that read bias[n] at bias_ptr + n.
+    Bug("bias_stride_ignored", find="        bias = bias.contiguous()\n", replace="        pass\n",
+        check="forward.bias_layouts", hint="bias stride ignored"),
     # The launcher forgets to check that the inner dimensions agree.
     Bug("no_k_check", find="    if a.shape[1] != b.shape[0]:\n",
         replace="    if False:\n", check="bad_calls", hint="refuse bad calls"),
