@@ -100,8 +100,9 @@ def unfilled_exercises(workshop: str, impl: Implementation, uses: tuple[str, ...
         for lineno, line in _todo_lines(path):
             names = {n.strip() for n in TODO_LINE.match(line)["names"].split(",")}
             if function in names:
-                found.append(f"{_display(path)}:{lineno} TODO({TODO_LINE.match(line)['names']})")
-    return sorted(set(found))
+                found.append((_display(path), lineno, TODO_LINE.match(line)["names"]))
+    # In file order (sorted as text, line 95 would come after line 209).
+    return [f"{path}:{lineno} TODO({names})" for path, lineno, names in sorted(set(found))]
 
 
 def _todo_lines(path: Path) -> list[tuple[int, str]]:

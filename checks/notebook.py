@@ -5,6 +5,15 @@
     foundations = lab.load("foundations", IMPL)    # IMPL: "kernels", "references" or a path
     lab.check("foundations", IMPL)                 # an HTML table of PASS/FAIL/TODO/UNAVAILABLE
 
+A "try it" cell guards its calls so that an unfinished exercise says what to fill in, and a
+finished one that fails says how (not "not ready"):
+
+    if lab.ready("foundations", IMPL, "add"):      # False, with the open TODOs printed
+        try:
+            ...
+        except Exception as exc:
+            lab.explain(exc)                       # the error and its line in your file
+
 Nothing here raises into the notebook because of learner code: a crash is a FAIL row.
 """
 
@@ -27,6 +36,24 @@ def load(workshop: str, impl: str = "kernels"):
     implementation = loader.resolve(impl)
     loader.reload_all(implementation)
     return loader.load(workshop, implementation)
+
+
+def ready(workshop: str, impl: str, *names: str) -> bool:
+    """True when no TODO line is left for `names` (the names in TODO(...) tags; a dotted name
+    such as "strided_softmax.softmax" is another workshop's module); else print the open TODOs
+    and return False, so that the cell skips what cannot run yet."""
+    todo = loader.unfilled_exercises(workshop, loader.resolve(impl), names)
+    if todo:
+        print("Not ready yet, this part is skipped: fill in " + "; ".join(todo))
+    return not todo
+
+
+def explain(exc: BaseException) -> None:
+    """Print what a finished exercise raised, pointing at the innermost line of your code (the
+    check cell at the end of the lesson runs the full checks, with hints)."""
+    from checks.context import describe_exception
+
+    print(f"Your code raised {describe_exception(exc)}")
 
 
 def check(workshop: str, impl: str = "kernels", *, device: str = "auto", only: str | None = None,

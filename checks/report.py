@@ -73,7 +73,7 @@ def html_table(results: list[Result], header: dict | None = None) -> str:
 
 
 def write_json(run: Run, path: str | Path) -> None:
-    """One header plus one record per result (the evidence format of DESIGN.md)."""
+    """One header plus one record per result (the evidence format: see benchmarks/README.md)."""
     payload = {"header": run.header, "results": [r.to_json() for r in run.results],
                "counts": [{"tier": t, "outcome": o, "count": n}
                           for (t, o), n in sorted(run.counts().items())]}
