@@ -253,10 +253,13 @@ def describe_exception(exc: BaseException) -> str:
             break
         if where:
             break
-    text = str(exc).strip()
+    # Triton's interpreter wraps a kernel's error once per @triton.jit level it passes through
+    # (InterpreterError("InterpreterError(\"OutOfBoundsAccess(...)\")")): name the original.
+    shown_exc = chain[-1] if type(exc).__name__ == "InterpreterError" else exc
+    text = str(shown_exc).strip()
     if len(text) > 1500:
         text = text[:1500] + " ..."
-    return f"{type(exc).__name__}: {text}{where}"
+    return f"{type(shown_exc).__name__}: {text}{where}"
 
 
 def _exception_hint(exc: BaseException) -> str:

@@ -51,7 +51,7 @@ def html_table(results: list[Result], header: dict | None = None) -> str:
     out = ['<table style="border-collapse:collapse;font-size:90%">',
            f'<tr><th style="{cell}">outcome</th><th style="{cell}">check</th>'
            f'<th style="{cell}">case</th><th style="{cell}">details</th></tr>']
-    for r in results:
+    for r, cases in _collapse_todo(results):
         details = html.escape(r.message).replace("\n", "<br>")
         if r.hint:
             details += f"<br><b>hint:</b> {html.escape(r.hint)}"
@@ -60,7 +60,7 @@ def html_table(results: list[Result], header: dict | None = None) -> str:
         colour = _COLOUR[r.outcome]
         out.append(f'<tr><td style="{cell};color:{colour};font-weight:bold">{r.outcome}</td>'
                    f'<td style="{cell}"><code>{html.escape(r.check)}</code> ({r.tier})</td>'
-                   f'<td style="{cell}">{html.escape(r.case_label)}</td>'
+                   f'<td style="{cell}">{html.escape(r.case_label) if cases == 1 else f"{cases} cases"}</td>'
                    f'<td style="{cell}">{details}</td></tr>')
     out.append("</table>")
     counts: dict[str, int] = {}
@@ -70,6 +70,22 @@ def html_table(results: list[Result], header: dict | None = None) -> str:
     where = f" on {header['device']}" if header else ""
     out.append(f"<p><b>{summary}</b>{html.escape(where)}</p>")
     return "\n".join(out)
+
+
+def _collapse_todo(results: list[Result]) -> list[tuple[Result, int]]:
+    """(result, number of cases) rows: the TODO rows of one check that say the same thing (the
+    same open TODO lines) become one row, so an untouched starter does not print one row per
+    case. Every other outcome keeps a row per case."""
+    rows: list[tuple[Result, int]] = []
+    for r in results:
+        if rows and r.outcome == "TODO":
+            last, n = rows[-1]
+            if (last.outcome, last.check, last.message, last.hint) == ("TODO", r.check, r.message,
+                                                                       r.hint):
+                rows[-1] = (last, n + 1)
+                continue
+        rows.append((r, 1))
+    return rows
 
 
 def write_json(run: Run, path: str | Path) -> None:
