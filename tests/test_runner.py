@@ -225,3 +225,19 @@ def test_attention_tail_hint_needs_a_tail_beyond_the_first_row_block():
     assert hint(128, 200, [130, 199]).startswith("tail not masked")
     assert hint(128, 200, [5, 130]) is None  # a full block is wrong too
     assert hint(64, 256, [255]) is None  # N a multiple of block_m: no partial block
+
+
+def test_check_table_collapses_identical_todo_rows_only():
+    """An untouched starter shows one TODO row per check, not one per case; FAILs keep theirs."""
+    from checks.core import Result
+    from checks.report import html_table
+
+    def result(check, outcome, n, message="fill in kernels/x.py:10 TODO(f)"):
+        return Result("w", check, {"n": n}, "kernel", "interpreter", outcome, message)
+
+    rows = [result("a", "TODO", n) for n in range(5)] + [result("b", "TODO", 1),
+            result("b", "TODO", 2, "fill in kernels/x.py:20 TODO(g)")]
+    rows += [result("c", "FAIL", n, "wrong") for n in range(3)]
+    table = html_table(rows)
+    assert table.count("<tr>") == 1 + 1 + 2 + 3  # header, a once, b twice (two messages), c x3
+    assert "5 cases" in table and "<b>3 FAIL, 7 TODO</b>" in table
