@@ -241,3 +241,40 @@ def test_check_table_collapses_identical_todo_rows_only():
     table = html_table(rows)
     assert table.count("<tr>") == 1 + 1 + 2 + 3  # header, a once, b twice (two messages), c x3
     assert "5 cases" in table and "<b>3 FAIL, 7 TODO</b>" in table
+
+
+def test_notebook_try_cells_skip_unfinished_exercises_and_explain_finished_ones(capsys):
+    """lab.ready lists the open TODO lines in file order; lab.explain names the learner's line."""
+    import re
+
+    from checks import notebook as lab
+
+    assert lab.ready("softmax_backward", "kernels", "softmax_backward") is False
+    printed = capsys.readouterr().out
+    assert printed.startswith("Not ready yet")
+    lines = [int(n) for n in re.findall(r"softmax_backward\.py:(\d+) TODO", printed)]
+    assert len(lines) > 1 and lines == sorted(lines)  # numeric order: 95 before 109
+    assert lab.ready("softmax_backward", "references", "softmax_backward") is True
+    assert capsys.readouterr().out == ""
+    try:
+        int("not a number")
+    except ValueError as exc:
+        lab.explain(exc)
+    printed = capsys.readouterr().out
+    assert printed.startswith("Your code raised ValueError") and "test_runner.py" in printed
+
+
+def test_error_inside_a_jit_helper_names_the_original_exception(tmp_path):
+    """Triton's interpreter wraps an error once per @triton.jit level; the FAIL names the
+    original (NameError), not InterpreterError("InterpreterError(...)")."""
+    from tests.bugs import Bug, plant
+
+    typo = Bug("typo", find="x = tl.where(i_ok, x, 0.0)", replace="x = tl.where(i_okk, x, 0.0)",
+               check="forward.ragged", hint="")
+    mutant = plant("strided_softmax", typo, tmp_path / "impl")
+    out = tmp_path / "out.json"
+    done = run_checks("run", "strided_softmax", "--impl", str(mutant), "--only", "forward.ragged",
+                      "--device", "interpreter", "--json", str(out))
+    assert done.returncode == 1
+    message = load_json(out)["results"][0]["message"]
+    assert "raised NameError" in message and "InterpreterError" not in message, message
