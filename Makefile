@@ -2,7 +2,7 @@
 #   make book   set everything up, execute the lessons against the references, render the site
 #   make test   set everything up and run the whole test suite (what CI runs)
 # and, for learners:
-#   make lab    set everything up and start JupyterLab on the notebooks
+#   make lab    set everything up and start JupyterLab on the repository, at lesson 0
 
 PYTHON ?= python3
 VENV   := .venv
@@ -36,7 +36,7 @@ test: setup
 	$(PY) -m pytest
 
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" notebooks/00_foundations.ipynb  # root: kernels/ in reach
 
 starters: setup
 	$(PY) tools/make_starters.py

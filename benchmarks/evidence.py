@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.harness import fix_git_commit
-from checks import catalog, provenance
+from checks import catalog, loader, provenance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEED = 1234  # fixed, so a rerun tries the same inputs
@@ -70,8 +70,10 @@ def bugzoo(workshops: list[str], device: str) -> dict:
             module = importlib.import_module(f"tests.bugs.{workshop}")
         except ModuleNotFoundError:
             continue
+        # The reference and every sibling it imports (bugs are planted in those too), the checks
+        # that must catch them and the bugs themselves.
         sources += [REPO_ROOT / "tests" / "bugs" / f"{workshop}.py",
-                    REPO_ROOT / "references" / f"{workshop}.py",
+                    *loader.source_files(workshop, loader.resolve("references")),
                     REPO_ROOT / "checks" / f"{workshop}.py"]
         # On a GPU each bug runs in its own process: up to BUGZOO_JOBS of them side by side
         # (correctness runs: sharing the GPU changes nothing but the wall time).
@@ -85,7 +87,7 @@ def bugzoo(workshops: list[str], device: str) -> dict:
                 _log(f"{'caught' if row['caught'] else 'MISSED'}  {workshop}/{bug.name} "
                      f"({bug.check})")
     header = provenance.header(device, "references + planted bugs",
-                               [p for p in sources if p.is_file()])
+                               list(dict.fromkeys(p for p in sources if p.is_file())))
     header = fix_git_commit(header)
     header.update(kind="bugzoo", seed=SEED)
     return {"header": header, "bugs": rows}

@@ -121,20 +121,21 @@ def _display(path: Path) -> str:
 
 
 def source_files(workshop: str, impl: Implementation) -> list[Path]:
-    """The implementation's files a workshop exercises: its module and the siblings it imports."""
-    main = impl.module_path(workshop)
-    files = [main]
-    try:
-        text = main.read_text()
-    except OSError:
-        return files
-    # `from ._gpu import cdiv` and `from . import _attention_hopper as _hopper` alike
-    siblings = re.findall(r"^from \.(\w+) import", text, flags=re.M)
-    siblings += re.findall(r"^from \. import (\w+)", text, flags=re.M)
-    for sibling in siblings:
-        path = impl.folder / f"{sibling}.py"
-        if path.is_file() and path not in files:
-            files.append(path)
+    """The implementation's files a workshop exercises: its module and the siblings it imports,
+    and theirs (softmax_backward imports the strided softmax, which imports _gpu)."""
+    files = [impl.module_path(workshop)]
+    for current in files:  # grows while it is walked: breadth-first over the imports
+        try:
+            text = current.read_text()
+        except OSError:
+            continue
+        # `from ._gpu import cdiv` and `from . import _attention_hopper as _hopper` alike
+        siblings = re.findall(r"^from \.(\w+) import", text, flags=re.M)
+        siblings += re.findall(r"^from \. import (\w+)", text, flags=re.M)
+        for sibling in siblings:
+            path = impl.folder / f"{sibling}.py"
+            if path.is_file() and path not in files:
+                files.append(path)
     return files
 
 

@@ -2,8 +2,9 @@
 with the hint that names it.
 
 In CI each mutant runs the check that must catch it (a full check set per mutant would cost
-most of the CI budget); BUGZOO_FULL=1 runs every check of the workshop against each mutant, as
-the GPU validation does, and still asserts the named check is among the failures. Bugs that
+most of the CI budget), as the GPU zoo does (`benchmarks/evidence.py`); BUGZOO_FULL=1 runs every
+check of the workshop against each mutant and still asserts the named check is among the
+failures. Bugs that
 only a GPU can catch (`gpu_only`) are planted here, not run: `python3 -m benchmarks bugzoo
 --device cuda` runs them.
 """

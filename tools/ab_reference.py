@@ -1,6 +1,6 @@
 """A/B of a reference change on a GPU: the working tree's references against an older copy.
 
-    git archive HEAD references | tar -x -C build/ab_base      # the "before" copy
+    mkdir -p build/ab_base && git archive HEAD references | tar -x -C build/ab_base   # "before"
     python3 tools/ab_reference.py WORKSHOP build/ab_base/references [--events] [--only K=V ...]
 
 Every problem of the workshop's benchmark (its `problems`, full scale), with the old copy's

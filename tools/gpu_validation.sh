@@ -59,17 +59,21 @@ if [[ $part == checks || $part == all ]]; then
 fi
 
 if [[ $part == bench || $part == all ]]; then
-  if [[ -n ${WORKSHOPS:-} ]]; then  # only those workshops, named after them
-    name=$(echo $workshops | tr ' ' '-')  # plain characters: the lent machine returns no '+'
-    ids=$workshops
+  if [[ -n ${WORKSHOPS:-} ]]; then  # only those workshops that have benchmarks, named after them
+    ids=$(for w in $workshops; do if [[ -f benchmarks/$w.py ]]; then echo "$w"; fi; done | tr '\n' ' ')
+    name=$(echo $ids | tr ' ' '-')  # plain characters: the lent machine returns no '+'
   else
     name=full
     ids=
   fi
-  # shellcheck disable=SC2086  # the ids are separate arguments
-  python3 -m benchmarks run $ids --mode events --out "$out/bench-events-$name-$tag.json.gz"
-  # shellcheck disable=SC2086
-  python3 -m benchmarks run $ids --mode graph --out "$out/bench-graph-$name-$tag.json.gz"
+  if [[ -n ${WORKSHOPS:-} && -z ${ids// /} ]]; then
+    echo "no benchmarks for: $workshops (online_normalization runs on the CPU); skipping bench"
+  else
+    # shellcheck disable=SC2086  # the ids are separate arguments
+    python3 -m benchmarks run $ids --mode events --out "$out/bench-events-$name-$tag.json.gz"
+    # shellcheck disable=SC2086
+    python3 -m benchmarks run $ids --mode graph --out "$out/bench-graph-$name-$tag.json.gz"
+  fi
 fi
 
 if [[ $part == zoo || $part == all ]]; then

@@ -17,7 +17,8 @@ so a starter differs from its reference only inside exercise regions, and solvin
 only ever adds lines. `<names>` are the public functions the region belongs to: the checks that
 call them report TODO while the TODO line is there.
 
-    python tools/make_starters.py            # write starters that are missing or untouched
+    python tools/make_starters.py            # write missing starters (an existing one differing
+                                             # from its derivation may hold your edits: left alone)
     python tools/make_starters.py --check    # exit 1 if a committed starter is out of date
     python tools/make_starters.py --force    # overwrite starters, learner edits included
 """
@@ -85,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
     parser.add_argument("--force", action="store_true", help="overwrite edited starters")
     args = parser.parse_args(argv)
+    known = {ref.stem for ref, _ in pairs()}
+    unknown = [i for i in args.ids if i not in known]
+    if unknown:
+        parser.error(f"no references/<id>.py for {', '.join(unknown)}; known: "
+                     f"{', '.join(sorted(k for k in known if not k.startswith('_')))}")
 
     status = 0
     for ref, starter in pairs(args.ids):
