@@ -278,3 +278,16 @@ def test_error_inside_a_jit_helper_names_the_original_exception(tmp_path):
     assert done.returncode == 1
     message = load_json(out)["results"][0]["message"]
     assert "raised NameError" in message and "InterpreterError" not in message, message
+
+
+def test_recorded_sources_follow_imports_transitively():
+    """Evidence headers hash every file a workshop runs: softmax_backward imports the strided
+    softmax, which imports _gpu; attention imports its Hopper path."""
+    from checks import loader
+
+    impl = loader.resolve("references")
+    names = {w: {p.name for p in loader.source_files(w, impl)}
+             for w in ("softmax_backward", "streaming_attention")}
+    assert {"softmax_backward.py", "strided_softmax.py", "_gpu.py", "_validate.py"} <= names[
+        "softmax_backward"]
+    assert {"streaming_attention.py", "_attention_hopper.py"} <= names["streaming_attention"]
