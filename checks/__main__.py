@@ -1,6 +1,8 @@
-"""python -m checks list | run [ids] [--impl ...] [--device ...] [--json FILE]
+"""python -m checks list | run [ids] [--impl ...] [--device ...] [--json FILE] | merge OUT PART...
 
-`list` needs nothing but the Python standard library.
+`list` needs nothing but the Python standard library. `run --shard I/N --seed S` runs one of N
+shares of a run; `merge` joins the N shares' JSON files into the file the whole run would write
+(tools/gpu_validation.sh does both when CHECK_SHARDS is set).
 """
 
 from __future__ import annotations
@@ -31,8 +33,36 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--timeout", type=float, help="seconds per check and case")
     p_run.add_argument("--only", metavar="TEXT", help="only checks whose id contains TEXT")
     p_run.add_argument("-v", "--verbose", action="store_true", help="show details of PASS rows too")
+    p_run.add_argument("--shard", metavar="I/N", help="run every N-th (check, case) from the I-th "
+                       "on (0 <= I < N); give all N shards the same --seed, then `merge`")
+
+    p_merge = sub.add_parser("merge", help="join the JSON files of a run's shards into one")
+    p_merge.add_argument("out", metavar="OUT")
+    p_merge.add_argument("parts", nargs="+", metavar="PART")
 
     args = parser.parse_args(argv)
+    if args.command == "merge":
+        from checks import report
+
+        try:
+            merged = report.merge_shards(args.parts, args.out)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"merged {len(args.parts)} shards, {len(merged['results'])} results -> {args.out}")
+        return 0
+    shard = None
+    if args.command == "run" and args.shard:
+        try:
+            i, n = (int(v) for v in args.shard.split("/"))
+        except ValueError:
+            parser.error(f"--shard wants I/N, like 0/3; got {args.shard!r}")
+        if not 0 <= i < n:
+            parser.error(f"--shard I/N needs 0 <= I < N; got {args.shard!r}")
+        if args.seed is None:
+            parser.error("--shard needs --seed: every shard must draw the same inputs")
+        shard = (i, n)
+    args.shard_pair = shard
     for w in args.workshops:
         if w not in catalog.WORKSHOP_IDS:
             parser.error(f"unknown workshop {w!r}; known: {', '.join(catalog.WORKSHOP_IDS)}")
@@ -83,7 +113,8 @@ def _run(args) -> int:
 
     try:
         the_run = runner.run(args.workshops, impl=args.impl, device=args.device, seed=args.seed,
-                             timeout=args.timeout, only=args.only, progress=progress)
+                             timeout=args.timeout, only=args.only, progress=progress,
+                             shard=args.shard_pair)
     except (DeviceError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -72,6 +72,41 @@ def html_table(results: list[Result], header: dict | None = None) -> str:
     return "\n".join(out)
 
 
+def merge_shards(paths: list[str | Path], out: str | Path) -> dict:
+    """Join the JSON files of one run's shards (`checks run --shard i/n`, one seed) into the
+    file the whole run would have written: results in the run's order, counts recomputed.
+    Refuses parts that are not the n shards of one run."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    if not parts:
+        raise ValueError("no shard files given")
+    first = parts[0]["header"]
+    n = int(first.get("shard", "0/1").split("/")[1])
+    shards = sorted(p["header"].get("shard", "") for p in parts)
+    if shards != [f"{i}/{n}" for i in range(n)]:
+        raise ValueError(f"expected the shards 0/{n} .. {n - 1}/{n} of one run, got {shards}")
+    for p in parts[1:]:
+        for key in ("seed", "device", "impl", "git_commit", "sources"):
+            if p["header"].get(key) != first.get(key):
+                raise ValueError(f"shards differ in {key}: {p['header'].get(key)!r} against "
+                                 f"{first.get(key)!r}")
+    rows = sorted((place, result) for p in parts for place, result in
+                  zip(p["order"], p["results"], strict=True))
+    header = {k: v for k, v in first.items() if k != "shard"}
+    header["date"] = min(p["header"]["date"] for p in parts)
+    header["shards"] = n
+    if any(p["header"].get("incomplete") for p in parts):
+        header["incomplete"] = True
+    counts: dict[tuple[str, str], int] = {}
+    for _, r in rows:
+        counts[(r["tier"], r["outcome"])] = counts.get((r["tier"], r["outcome"]), 0) + 1
+    payload = {"header": header, "results": [r for _, r in rows],
+               "counts": [{"tier": t, "outcome": o, "count": c}
+                          for (t, o), c in sorted(counts.items())]}
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    return payload
+
+
 def _collapse_todo(results: list[Result]) -> list[tuple[Result, int]]:
     """(result, number of cases) rows: the TODO rows of one check that say the same thing (the
     same open TODO lines) become one row, so an untouched starter does not print one row per
@@ -89,9 +124,12 @@ def _collapse_todo(results: list[Result]) -> list[tuple[Result, int]]:
 
 
 def write_json(run: Run, path: str | Path) -> None:
-    """One header plus one record per result (the evidence format: see benchmarks/README.md)."""
+    """One header plus one record per result (the evidence format: see benchmarks/README.md).
+    A shard of a run (`--shard`) also keeps each result's place in the whole run, `order`."""
     payload = {"header": run.header, "results": [r.to_json() for r in run.results],
                "counts": [{"tier": t, "outcome": o, "count": n}
                           for (t, o), n in sorted(run.counts().items())]}
+    if "shard" in run.header:
+        payload["order"] = run.order
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(payload, indent=1, default=str) + "\n")

@@ -28,6 +28,7 @@ DEFAULT_TIMEOUT = 300.0  # seconds per (check, case); --timeout or CHECKS_TIMEOU
 class Run:
     header: dict
     results: list[Result] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # each result's place in the unsharded run
 
     def counts(self) -> dict[tuple[str, str], int]:
         out: dict[tuple[str, str], int] = {}
@@ -51,11 +52,15 @@ def default_timeout() -> float:
 
 def run(workshops: list[str] | None = None, impl: str = "kernels", device: str = "auto",
         seed: int | None = None, timeout: float | None = None, only: str | None = None,
-        progress: Callable[[Result], None] | None = None) -> Run:
+        progress: Callable[[Result], None] | None = None,
+        shard: tuple[int, int] | None = None) -> Run:
     """Run the checks of `workshops` (all by default) against implementation `impl`.
 
     `device` is resolved first (auto/cuda/interpreter), before any kernel module is imported.
-    `only` keeps the checks whose id contains that text.
+    `only` keeps the checks whose id contains that text. `shard=(i, n)` runs every n-th
+    (check, case) pair from the i-th on, so that n processes given the same seed split one run
+    between them (a case's inputs depend on the seed and its own name only); `Run.order` keeps
+    each result's place in the whole run, for `merge`.
     """
     from checks import device as devices
 
@@ -69,6 +74,9 @@ def run(workshops: list[str] | None = None, impl: str = "kernels", device: str =
     the_run = Run(header=provenance.header(run_device, implementation.label,
                                            _sources(workshops, implementation)))
     the_run.header["seed"] = seed
+    if shard is not None:
+        the_run.header["shard"] = f"{shard[0]}/{shard[1]}"
+    unit = -1  # the (check, case) pairs of the whole run, counted for sharding
     global current
     current = the_run  # what a SIGTERM handler can still save (see __main__)
     for workshop in workshops:
@@ -83,6 +91,10 @@ def run(workshops: list[str] | None = None, impl: str = "kernels", device: str =
                 # Off the GPU a cuda-tier check reports once, not once per case.
                 gpu_cases, cases = len(cases), cases[:1]
             for case in cases:
+                unit += 1
+                if shard is not None and unit % shard[1] != shard[0]:
+                    continue
+                the_run.order.append(unit)
                 result = _run_one(check, case, module, import_error, implementation,
                                   tier_device, seed, timeout)
                 if gpu_cases and result.outcome == UNAVAILABLE:

@@ -291,3 +291,32 @@ def test_recorded_sources_follow_imports_transitively():
     assert {"softmax_backward.py", "strided_softmax.py", "_gpu.py", "_validate.py"} <= names[
         "softmax_backward"]
     assert {"streaming_attention.py", "_attention_hopper.py"} <= names["streaming_attention"]
+
+
+def test_shards_of_a_run_merge_into_the_whole_run(tmp_path):
+    """`run --shard i/n --seed S` on n processes, then `merge`: the same rows, in the same order,
+    with the same inputs (a case's seed depends on the run's seed and its name only)."""
+    common = ("run", "foundations", "--impl", "references", "--device", "interpreter",
+              "--seed", "5")
+    whole = tmp_path / "whole.json"
+    assert run_checks(*common, "--json", str(whole)).returncode == 0
+    parts = []
+    for i in range(3):
+        parts.append(tmp_path / f"part{i}.json")
+        assert run_checks(*common, "--shard", f"{i}/3", "--json", str(parts[i])).returncode == 0
+    merged = tmp_path / "merged.json"
+    done = run_checks("merge", str(merged), *map(str, parts))
+    assert done.returncode == 0, done.stderr
+
+    def rows(path):
+        return [(r["check"], r["case"], r["outcome"], r["max_error"])
+                for r in load_json(path)["results"]]
+
+    assert rows(merged) == rows(whole)
+    assert load_json(merged)["counts"] == load_json(whole)["counts"]
+    assert load_json(merged)["header"]["shards"] == 3
+    # Two of three shards are not a run: refused, nothing written.
+    done = run_checks("merge", str(tmp_path / "bad.json"), str(parts[0]), str(parts[2]))
+    assert done.returncode == 2 and "shards" in done.stderr
+    assert not (tmp_path / "bad.json").exists()
+    assert run_checks(*common[:-2], "--shard", "0/2").returncode == 2  # no --seed: refused

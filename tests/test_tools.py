@@ -36,3 +36,25 @@ def test_stream_k_probe_edits_still_match_the_reference():
     for name, edits in probe_gemm_tiles._PARTS.items():
         for old, _ in edits:
             assert text.count(old) == 1, (name, old)
+
+
+def test_gpu_validation_shards_a_workshops_checks_and_merges_them(tmp_path):
+    """CHECK_SHARDS=2: two check processes with one seed, one merged evidence file (run here
+    under the interpreter through CHECKS_DEVICE; the lent GPU runs the same script on cuda)."""
+    from tests.helpers import load_json
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    env = dict(os.environ, CHECKS_DEVICE="interpreter", CHECK_SHARDS="2",
+               WORKSHOPS="foundations online_normalization", WORKSHOP_GIT_COMMIT=commit,
+               LOGS_DIR=str(tmp_path / "logs"), PARTS_DIR=str(tmp_path / "parts"),
+               PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    env.pop("TRITON_INTERPRET", None)
+    done = subprocess.run(["bash", "tools/gpu_validation.sh", str(tmp_path / "out"), "t", "checks"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    merged = load_json(tmp_path / "out" / "checks-interpreter-foundations-t.json")
+    assert merged["header"]["shards"] == 2 and "shard" not in merged["header"]
+    outcomes = {(c["tier"], c["outcome"]) for c in merged["counts"]}
+    assert outcomes == {("kernel", "PASS"), ("cuda", "UNAVAILABLE")}
+    assert sorted(os.listdir(tmp_path / "out")) == ["checks-interpreter-foundations-t.json"]

@@ -45,16 +45,43 @@ if [[ $part == parallel ]]; then
 fi
 
 if [[ $part == checks || $part == all ]]; then
+  # CHECK_SHARDS=N splits each workshop's check run over N processes with one seed (`checks run
+  # --shard i/N`) and merges their files into the one a single process would write: on a GPU
+  # with CPU cores to spare, attention's checks (about 320 s in one process) then take a
+  # fraction of the time. CHECKS_DEVICE (default cuda) exists for tests/test_tools.py.
+  shards=${CHECK_SHARDS:-1}
+  device=${CHECKS_DEVICE:-cuda}
   pids=()
   for w in $workshops; do
     [[ $w == online_normalization ]] && continue  # NumPy on the CPU: no GPU evidence to take
-    python3 -m checks run "$w" --impl references --device cuda \
-      --json "$out/checks-cuda-$w-$tag.json" > "$logs/checks-cuda-$w-$tag.log" 2>&1 &
+    if (( shards > 1 )); then
+      parts="${PARTS_DIR:-$out}/checks-parts-$tag"
+      mkdir -p "$parts"
+      seed=$(python3 -c "import secrets; print(secrets.randbelow(2**31))")
+      (
+        spids=()
+        for ((i = 0; i < shards; i++)); do
+          python3 -m checks run "$w" --impl references --device "$device" --seed "$seed" \
+            --shard "$i/$shards" --json "$parts/$w-$i.json" \
+            > "$logs/checks-$device-$w-$tag-part$i.log" 2>&1 &
+          spids+=($!)
+        done
+        st=0
+        for p in "${spids[@]}"; do wait "$p" || st=1; done
+        python3 -m checks merge "$out/checks-$device-$w-$tag.json" \
+          $(for ((i = 0; i < shards; i++)); do echo "$parts/$w-$i.json"; done) \
+          > "$logs/checks-$device-$w-$tag.log" 2>&1 || st=1
+        exit $st
+      ) &
+    else
+      python3 -m checks run "$w" --impl references --device "$device" \
+        --json "$out/checks-$device-$w-$tag.json" > "$logs/checks-$device-$w-$tag.log" 2>&1 &
+    fi
     pids+=($!)
   done
   status=0
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done  # exit 1 = a FAIL: keep going
-  tail -n 4 "$logs"/checks-cuda-*-"$tag".log
+  tail -n 4 "$logs"/checks-"$device"-*-"$tag".log
   echo "checks done (status $status)"
 fi
 
