@@ -99,9 +99,7 @@ def merge_shards(paths: list[str | Path], out: str | Path) -> dict:
     counts: dict[tuple[str, str], int] = {}
     for _, r in rows:
         counts[(r["tier"], r["outcome"])] = counts.get((r["tier"], r["outcome"]), 0) + 1
-    payload = {"header": header, "results": [r for _, r in rows],
-               "counts": [{"tier": t, "outcome": o, "count": c}
-                          for (t, o), c in sorted(counts.items())]}
+    payload = {"header": header, "results": [r for _, r in rows], "counts": _counts_json(counts)}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(payload, indent=1, default=str) + "\n")
     return payload
@@ -123,12 +121,15 @@ def _collapse_todo(results: list[Result]) -> list[tuple[Result, int]]:
     return rows
 
 
+def _counts_json(counts: dict[tuple[str, str], int]) -> list[dict]:
+    return [{"tier": t, "outcome": o, "count": n} for (t, o), n in sorted(counts.items())]
+
+
 def write_json(run: Run, path: str | Path) -> None:
     """One header plus one record per result (the evidence format: see benchmarks/README.md).
     A shard of a run (`--shard`) also keeps each result's place in the whole run, `order`."""
     payload = {"header": run.header, "results": [r.to_json() for r in run.results],
-               "counts": [{"tier": t, "outcome": o, "count": n}
-                          for (t, o), n in sorted(run.counts().items())]}
+               "counts": _counts_json(run.counts())}
     if "shard" in run.header:
         payload["order"] = run.order
     Path(path).parent.mkdir(parents=True, exist_ok=True)
