@@ -130,6 +130,13 @@ def bad_calls(ctx, impl, case):
                      mentions=["x"], what="row_softmax: integer dtype")
     ctx.expect_error(impl.row_softmax, x.t(), mentions=["contiguous"],
                      what="row_softmax: non-contiguous")
+    # Tensors without dense memory behind (pointer, strides), and a view whose memory holds the
+    # values before a lazy negation (user code makes one with `z.conj().imag`).
+    ctx.expect_error(impl.add, x, x.to_sparse(), mentions=["y", "dense"], what="add: sparse y")
+    ctx.expect_error(impl.row_softmax, x.to_sparse(), mentions=["x", "dense"],
+                     what="row_softmax: sparse x")
+    ctx.expect_error(impl.row_softmax, torch._neg_view(x), mentions=["x", "resolve_neg"],
+                     what="row_softmax: lazily negated view")
     if ctx.device == "cuda":
         ctx.expect_error(impl.row_softmax, x.cpu(), mentions=["cuda"],
                          what="row_softmax: CPU tensor on a GPU run")

@@ -721,6 +721,11 @@ def bad_calls(ctx, impl, case):
     e(f, a, b.to(torch.bfloat16), mentions=["b", "dtype"], what="mixed dtypes")
     e(f, a.float(), b.float(), mentions=["a", "float16"], what="float32 operands")
     e(f, [[1.0]], b, mentions=["a"], what="a not a tensor")
+    e(f, a.to_sparse(), b, mentions=["a", "dense"], what="sparse a")
+    # views whose memory holds the values before a lazy negation (`z.conj().imag` makes one)
+    e(f, a, torch._neg_view(b), mentions=["b", "resolve_neg"], what="lazily negated b")
+    e(f, a, b, torch._neg_view(bias), mentions=["bias", "resolve_neg"],
+      what="lazily negated bias")
     e(f, a, b, ctx.randn((13,), "float32"), mentions=["bias", "12"], what="bias of length 13")
     e(f, a, b, bias.half(), mentions=["bias", "float32"], what="float16 bias")
     e(f, a, b, bias[None, :], mentions=["bias", "1-D"], what="2-D bias")

@@ -463,6 +463,10 @@ def bad_calls(ctx, impl, case):
     ctx.expect_error(fn, y.double(), dy.double(), mentions=["y", "float64"],
                      what="float64 (not supported by the kernel)")
     ctx.expect_error(fn, y, [[0.0] * 8] * 4, mentions=["dy"], what="dy not a tensor")
+    ctx.expect_error(fn, y.to_sparse(), dy, mentions=["y", "dense"], what="sparse y")
+    # a view whose memory holds the values before a lazy negation (`z.conj().imag` makes one)
+    ctx.expect_error(fn, y, torch._neg_view(dy), mentions=["dy", "resolve_neg"],
+                     what="lazily negated dy")
     ctx.expect_error(fn, y[0], dy[0], mentions=["2-D"], what="1-D input")
     ctx.expect_error(fn, y[None], dy[None], mentions=["2-D"], what="3-D input")
     ctx.expect_error(fn, y, dy, 2, mentions=["dim"], what="dim=2 on a 2-D tensor")

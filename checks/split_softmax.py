@@ -579,6 +579,11 @@ def bad_calls(ctx, impl, case):
                      mentions=["x"], what="split_softmax: integer dtype")
     ctx.expect_error(impl.split_softmax, ctx.randn((40,)), mentions=["2-D"],
                      what="split_softmax: 1-D")
+    ctx.expect_error(impl.split_softmax, x.to_sparse(), chunk=16, mentions=["x", "dense"],
+                     what="split_softmax: sparse x")
+    # a view whose memory holds the values before a lazy negation (`z.conj().imag` makes one)
+    ctx.expect_error(impl.split_softmax, torch._neg_view(x), chunk=16,
+                     mentions=["x", "resolve_neg"], what="split_softmax: lazily negated view")
     ctx.expect_error(impl.split_softmax, ctx.randn((2, 3, 40)), mentions=["2-D"],
                      what="split_softmax: 3-D")
     ctx.expect_error(impl.split_softmax, [[1.0, 2.0]], mentions=["x"],

@@ -730,6 +730,10 @@ def bad_calls(ctx, impl, case):
                      what="attention: d = 256 is not supported")
     ctx.expect_error(att, q, k.float(), v, mentions=["k", "dtype"],
                      what="attention: k float32, q float16")
+    ctx.expect_error(att, q.to_sparse(), k, v, mentions=["q", "dense"], what="attention: sparse q")
+    # a view whose memory holds the values before a lazy negation (`z.conj().imag` makes one)
+    ctx.expect_error(att, q, k, torch._neg_view(v), mentions=["v", "resolve_neg"],
+                     what="attention: lazily negated v")
     ctx.expect_error(att, q, k, v.bfloat16(), mentions=["v", "dtype"],
                      what="attention: v bfloat16, q float16")
     ints = torch.ones((24, 32), dtype=torch.int32, device=dev)

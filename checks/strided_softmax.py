@@ -393,6 +393,10 @@ def bad_calls(ctx, impl, case):
                      mentions=["x", "dtype"], what="integer dtype")
     ctx.expect_error(f, x.double(), mentions=["x", "dtype"], what="float64 dtype")
     ctx.expect_error(f, [[1.0, 2.0]], mentions=["x"], what="x not a tensor")
+    ctx.expect_error(f, x.to_sparse(), mentions=["x", "dense"], what="sparse x")
+    # a view whose memory holds the values before a lazy negation (`z.conj().imag` makes one)
+    ctx.expect_error(f, torch._neg_view(x), mentions=["x", "resolve_neg"],
+                     what="lazily negated view")
     ctx.expect_error(f, x, 2, mentions=["dim"], what="dim=2 out of range")
     ctx.expect_error(f, x, -3, mentions=["dim"], what="dim=-3 out of range")
     ctx.expect_error(f, x, 0.5, mentions=["dim"], what="dim not an int")

@@ -62,6 +62,7 @@ from ._validate import (
     check_same,
     check_tensor,
     interpreting,
+    type_name,
 )
 
 _DTYPES = (torch.float16, torch.bfloat16)
@@ -581,7 +582,7 @@ def _check_knob_types(**knobs) -> None:
     if knobs["num_warps"] is not None:
         value = knobs["num_warps"]
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"num_warps must be an int, got {type(value).__name__}")
+            raise TypeError(f"num_warps must be an int, got {type_name(value)}")
         if value not in (1, 2, 4, 8, 16):
             raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16; got {value!r}")
     if knobs["num_stages"] is not None:

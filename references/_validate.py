@@ -19,9 +19,29 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
+def type_name(value) -> str:
+    """The name of value's type for an error message: `numpy.float64`, not a bare `float64`
+    that reads like a torch dtype."""
+    kind = type(value)
+    if kind.__module__ in ("builtins", "__main__"):
+        return kind.__name__
+    return f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+
+
 def check_tensor(name: str, t, *, dtypes=FLOAT_DTYPES, ndim: int | None = None) -> None:
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor, got {type_name(t)}")
+    # A kernel reads a tensor as (pointer, strides) over dense memory. A sparse, mkldnn or nested
+    # tensor has no such memory, and the launch would fail deep inside Triton or read garbage.
+    if t.is_nested or t.layout != torch.strided:
+        layout = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
+        raise TypeError(f"{name} must be a dense (strided) tensor, got a {layout} tensor "
+                        f"(convert it with .to_dense() or build a dense one)")
+    # A lazily negated view (`z.conj().imag` makes one) holds the un-negated values in memory
+    # and only a flag says "negate on read": a kernel would read the wrong sign.
+    if t.is_neg():
+        raise ValueError(f"{name} is a lazily negated view (is_neg() is True: a kernel would read "
+                         f"the values before the negation); pass {name}.resolve_neg()")
     if t.dtype not in dtypes:
         accepted = ", ".join(str(d).replace("torch.", "") for d in dtypes)
         raise TypeError(f"{name} must have dtype {accepted}; got {str(t.dtype).replace('torch.', '')}")
@@ -53,14 +73,14 @@ def check_same(name: str, t: torch.Tensor, like_name: str, like: torch.Tensor, *
 
 def check_power_of_two(name: str, value, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise TypeError(f"{name} must be an int, got {type_name(value)}")
     if value < low or value > high or value & (value - 1):
         raise ValueError(f"{name} must be a power of two in [{low}, {high}], got {value}")
 
 
 def check_int_range(name: str, value, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise TypeError(f"{name} must be an int, got {type_name(value)}")
     if value < low or value > high:
         raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
 
@@ -68,7 +88,7 @@ def check_int_range(name: str, value, low: int, high: int) -> None:
 def check_dim(dim, ndim: int) -> int:
     """Normalise a dim argument (negative allowed) for an `ndim`-D tensor."""
     if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+        raise TypeError(f"dim must be an int, got {type_name(dim)}")
     if not -ndim <= dim < ndim:
         raise ValueError(f"dim must be in [{-ndim}, {ndim - 1}] for a {ndim}-D tensor, got {dim}")
     return dim % ndim

@@ -60,7 +60,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _attention_hopper as _hopper
 from ._gpu import capability, cdiv, descriptor_scratch, device_index, next_power_of_2, sm_count
-from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
+from ._validate import (check_device, check_int_range, check_power_of_two, check_tensor, interpreting,
+                        type_name)
 
 HEAD_DIMS = (16, 32, 64, 128)
 _LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
@@ -389,9 +390,10 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
 # pointer path on the H200 (bf16, graph timing, 16 heads of 4096, 64 of 8192, 4 and 1 of
 # 16384; diagnostics/probe-attention-tiles-pointers-*), 128 x 128 tiles over 8 warps with 3
 # stages were the fastest of six on every problem, 1.12x-1.18x the 4-warp tile's speed, though
-# they spill too (376 bytes, at 3 stages as at 2); the tiles that do not spill reached 1.07x-1.12x
-# at best (both ranges against the default's time in the same run). Again: a spill is a cost to measure, not a verdict. Sequences shorter than the tile
-# keep the TMA path's (shrunk) tile: the swap was measured on long ones only.
+# they spill too (376 bytes, at 3 stages as at 2); the tiles that do not spill reached
+# 1.07x-1.12x at best (both ranges against the default's time in the same run). Again: a spill
+# is a cost to measure, not a verdict. Sequences shorter than the tile keep the TMA path's
+# (shrunk) tile: the swap was measured on long ones only.
 _POINTER_TILE_D128 = dict(block_m=128, block_n=128, num_warps=8, num_stages=3)
 
 
@@ -561,7 +563,7 @@ def _resolve_config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool
     if config.get("kv_splits") is not None:
         check_int_range("kv_splits", config["kv_splits"], 1, _MAX_KV_SPLITS)
     if config["tma"] is not None and not isinstance(config["tma"], bool):
-        raise TypeError(f"tma must be a bool or None (auto), got {type(config['tma']).__name__}")
+        raise TypeError(f"tma must be a bool or None (auto), got {type_name(config['tma'])}")
     if causal and config["block_n"] > config["block_m"]:
         raise ValueError(f"causal attention needs block_n <= block_m (the diagonal stage steps "
                          f"through one row block), got block_m={config['block_m']}, "
@@ -569,7 +571,7 @@ def _resolve_config(knobs: dict, head_dim: int, dtype: torch.dtype, causal: bool
     ws = config.get("warp_specialize")
     if ws is not None and not isinstance(ws, bool):
         raise TypeError(f"warp_specialize must be a bool or None (auto), got "
-                        f"{type(ws).__name__}")
+                        f"{type_name(ws)}")
     tile_knobs = sorted(set(explicit) & set(_TILE_KNOBS))
     if ws and tile_knobs:
         raise ValueError(f"warp_specialize=True runs the Hopper kernel's own tiles "
@@ -598,7 +600,7 @@ def _check_inputs(q, k, v, ndim: int, causal) -> None:
         raise ValueError(f"head dim d = q.shape[-1] must be one of {HEAD_DIMS}, got "
                          f"{q.shape[-1]} (shape {tuple(q.shape)})")
     if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+        raise TypeError(f"causal must be a bool, got {type_name(causal)}")
     check_device("q", q)
 
 
@@ -606,7 +608,7 @@ def _check_scale(scale, head_dim: int) -> float:
     if scale is None:
         return head_dim ** -0.5
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
+        raise TypeError(f"scale must be a float or None, got {type_name(scale)}")
     try:
         scale = float(scale)
     except OverflowError:  # an int too large for a float

@@ -65,7 +65,7 @@ except ImportError:  # an older Triton: no shared-memory exchange (smem=None nev
 
 from ._gpu import capability, cdiv, device_index, sm_count
 from ._validate import (check_device, check_dim, check_int_range, check_power_of_two,
-                        check_tensor, interpreting)
+                        check_tensor, interpreting, type_name)
 
 # exp(x) = 2^(x * log2(e)). Every exponential below is a tl.exp2 of a product with LOG2E:
 # Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction ex2 (flushing results
@@ -665,9 +665,9 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     if splits is not None:
         check_int_range("splits", splits, 1, _MAX_SPLITS)
     if exchange is not None and not isinstance(exchange, bool):
-        raise TypeError(f"exchange must be a bool or None (auto), got {type(exchange).__name__}")
+        raise TypeError(f"exchange must be a bool or None (auto), got {type_name(exchange)}")
     if smem is not None and not isinstance(smem, bool):
-        raise TypeError(f"smem must be a bool or None (auto), got {type(smem).__name__}")
+        raise TypeError(f"smem must be a bool or None (auto), got {type_name(smem)}")
     if smem and exchange is False:
         raise ValueError("smem=True is a way to run the exchange; it cannot go with "
                          "exchange=False")
