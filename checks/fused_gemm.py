@@ -201,10 +201,11 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
     diagnoses = list(extra)
     if tile is not None:
         diagnoses.append(_tile_pattern(*tile))
-    for diagnose in diagnoses:
-        if hint:
-            break
-        hint = diagnose(got64, rounded, bad) or ""
+    if not hint:
+        for diagnose in diagnoses:
+            hint = diagnose(got64, rounded, bad) or ""
+            if hint:
+                break
     raise CheckFailed("\n".join(lines), hint=hint, max_error=ctx_max, tolerance=ctx_tol)
 
 
@@ -622,9 +623,7 @@ def persistent_tma(ctx, impl, case):
 def _run_persistent(ctx, impl, a, b, bias, relu, knobs):
     """_run, and fail unless the persistent kernel is what ran: a launcher that ignored
     persistent=True would still give right values."""
-    from checks import launches
-
-    with launches.counting() as log:
+    with ctx.count_launches() as log:
         out = _run(ctx, impl, a, b, bias, relu, **knobs)
     if not any("persistent" in name for name in log):
         raise CheckFailed(f"gemm_bias_relu({knobs}) launched {log or 'no kernel'}, not the "
@@ -685,25 +684,102 @@ def persistent_stream_k(ctx, impl, case):
 
 
 # ---------------------------------------------------------------------------------------------
-# Bad calls
+# Staging unaligned operands
 # ---------------------------------------------------------------------------------------------
 def _staged_cases(device: str) -> list[Case]:
+    # Odd K and N: no row of A or B starts on a 16-byte boundary. persistent=None lets the
+    # launcher choose the kernel for the staged copies (the pointer kernel under the
+    # interpreter); persistent=True needs TMA-aligned operands, which only the staged copies
+    # are, so it shows the staging is what makes the TMA path possible (the interpreter runs
+    # it too, in small blocks, as persistent.tma does).
     shapes = [(33, 17, 29), (5, 9, 7)] if device != "cuda" else [(33, 17, 29), (4095, 4097, 4093)]
-    return [Case(shape=s, dtype=d, bias=True, relu=True) for s in shapes for d in DTYPES]
+    return [Case(shape=s, dtype=d, bias=True, relu=True, persistent=p) for s in shapes
+            for d in DTYPES for p in (None, True)]
+
+
+STAGING_HINT = ("staging skipped: stage_unaligned=True must copy each operand whose rows are not "
+                "16-byte aligned into a zero-padded buffer with rows of a multiple of 16 bytes "
+                "(8 elements of 16 bits, see _gemm_staged) and run the GEMM on the copies; on the "
+                "operands as given the pointer kernel loads every element on its own, and "
+                "persistent=True is refused (TMA needs the alignment)")
+
+
+def _aligned_holders(log, t) -> set[int]:
+    """Indices of the allocation-log entries that could hold a 16-byte aligned copy of the 2-D
+    operand t: t's dtype, at least t's extent in each dimension (or its transpose's: a copy may
+    be stored column-major), and rows of a multiple of 16 bytes."""
+    rows, cols = t.shape
+    item = t.element_size()
+    found = set()
+    for i, (shape, dtype) in enumerate(log):
+        if dtype != t.dtype or len(shape) != 2 or (shape[1] * item) % 16:
+            continue
+        if (shape[0] >= rows and shape[1] >= cols) or (shape[0] >= cols and shape[1] >= rows):
+            found.add(i)
+    return found
+
+
+def _rows_unaligned(t) -> bool:
+    return t.data_ptr() % 16 != 0 or (t.stride(0) * t.element_size()) % 16 != 0
+
+
+def _staging_missing(log, launched, knobs, operands) -> str:
+    """'' if the allocation log holds an aligned copy of every unaligned operand (two distinct
+    tensors for two operands), else a message naming the operands and what was launched."""
+    unaligned = [(name, t) for name, t in operands if _rows_unaligned(t)]
+    holders = [_aligned_holders(log, t) for _, t in unaligned]
+    if all(holders) and (len(holders) < 2 or len(holders[0] | holders[1]) >= 2):
+        return ""
+    shown = " and ".join(f"{name} {tuple(t.shape)} (rows of {t.stride(0) * t.element_size()} "
+                         "bytes)" for name, t in unaligned)
+    return (f"gemm_bias_relu({knobs}) allocated no 16-byte aligned copy of {shown} and launched "
+            f"{launched or 'no kernel'} on the operands as given")
 
 
 @register(W, "staged.unaligned", tier="kernel", uses=("gemm_bias_relu",), cases=_staged_cases,
-          doc="stage_unaligned=True: odd K and N through zero-padded aligned copies")
+          doc="stage_unaligned=True: odd K and N through zero-padded aligned copies (the copies "
+              "are made, and persistent=True runs the TMA kernel on them)")
 def staged_unaligned(ctx, impl, case):
     m, n, k = case.shape
-    a = ctx.randn((m, k), case.dtype)
-    b = ctx.randn((k, n), case.dtype)
-    bias = _bias(ctx, n, case.bias, scale=2.0)
-    out = _run(ctx, impl, a, b, bias, case.relu, stage_unaligned=True)
-    _compare(ctx, out, a, b, bias, case.relu)
+    if case.persistent:
+        a, b, bias, knobs = _persistent_inputs(ctx, Case(case, a="row", b="row"))
+    else:
+        a = ctx.randn((m, k), case.dtype)
+        b = ctx.randn((k, n), case.dtype)
+        bias = _bias(ctx, n, case.bias, scale=2.0)
+        knobs = {}
+    knobs["stage_unaligned"] = True
+    # Right values prove nothing here: the pointer kernel reads unaligned operands correctly,
+    # only slowly. What shows the staging ran is what the launcher allocated (a padded copy of
+    # each unaligned operand) and, with persistent=True, that the TMA kernel could run at all.
+    with ctx.track_allocations() as log, ctx.count_launches() as launched:
+        try:
+            out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
+        except CheckFailed as exc:
+            error = exc  # e.g. persistent=True refused because the operands were never staged
+        else:
+            error = None
+    missing = _staging_missing(log, launched, knobs, (("a", a), ("b", b)))
+    if error is not None:
+        raise CheckFailed(error.message + (f"\n{missing}" if missing else ""),
+                          hint=STAGING_HINT if missing else error.hint) from None
+    if missing:
+        raise CheckFailed(missing, hint=STAGING_HINT)
+    if not launched:
+        raise CheckFailed(f"gemm_bias_relu({knobs}) made the aligned copies but launched no "
+                          "kernel", hint="the GEMM on the staged copies must run the Triton "
+                                         "kernel (gemm_bias_relu with stage_unaligned=False)")
+    if case.persistent and not any("persistent" in name for name in launched):
+        raise CheckFailed(f"gemm_bias_relu({knobs}) launched {launched}, not the persistent "
+                          "kernel", hint="persistent=True with stage_unaligned=True must run "
+                                         "gemm_bias_relu_persistent_kernel on the staged copies")
+    _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
     _note_upcast(ctx, case.dtype)
 
 
+# ---------------------------------------------------------------------------------------------
+# Bad calls
+# ---------------------------------------------------------------------------------------------
 @register(W, "bad_calls", tier="kernel", uses=("gemm_bias_relu",),
           doc="bad calls raise TypeError/ValueError naming the argument, before any launch")
 def bad_calls(ctx, impl, case):
@@ -757,6 +833,16 @@ def bad_calls(ctx, impl, case):
       what="accumulator too large for the threads")
     e(f, a, b, persistent=True, block_m=256, block_n=256, num_warps=4, mentions=["num_warps"],
       what="accumulator too large (persistent)")
+    # The public helpers spread tiles over SMs (programs): a count of 0 must be refused, not
+    # end in a ZeroDivisionError.
+    if hasattr(impl, "default_config"):
+        e(impl.default_config, 64, 64, 64, num_sms=0, mentions=["num_sms"],
+          what="default_config with num_sms = 0")
+        e(impl.default_config, 64, 64, 64, num_sms=1.5, mentions=["num_sms"],
+          what="default_config with a float num_sms")
+    if hasattr(impl, "stream_k_tiles"):
+        e(impl.stream_k_tiles, 4, 0, 8, None, mentions=["programs"],
+          what="stream_k_tiles with 0 programs")
     if ctx.device == "cuda":
         e(f, a.cpu(), b.cpu(), mentions=["cuda"], what="CPU tensors on a GPU run")
         e(f, a, b, bias.cpu(), mentions=["bias"], what="bias on the CPU")

@@ -542,6 +542,8 @@ def bad_calls(ctx, impl, case):
         ("State: negative s", State, (0.0, -1.0), ValueError, ["s"]),
         ("State: +inf maximum", State, (math.inf, 1.0), ValueError, ["inf"]),
         ("State: s = 0 with a finite m", State, (1.0, 0.0), ValueError, ["s"]),
+        ("State: 0 < s < 1 with a finite m (the maximum alone contributes 1)", State,
+         (0.0, 0.5), ValueError, ["s"]),
         ("State: a string", State, ("0", 1.0), TypeError, ["m"]),
         ("State: an int beyond float64", State, (10 ** 400, 1.0), ValueError, ["m"]),
         ("from_values: 2-D", impl.from_values, (np.ones((2, 3)),), ValueError, ["1-D"]),

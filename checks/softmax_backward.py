@@ -86,7 +86,7 @@ def _place(t, layout: str):
 
 
 def _inputs(ctx, shape, dtype, dim, y_layout="contiguous", dy_layout="contiguous", *,
-            scale=2.0, dy_scale=1.0, dy_shift=0.0, dy_uniform=False):
+            scale=2.0, dy_scale=1.0, dy_shift=0.0):
     """Float64 logits x, y = softmax(x) rounded to `dtype` and dy, each in its layout."""
     torch = ctx.torch
     x64 = ctx.randn(shape, "float64", scale=scale, device="cpu")
@@ -96,8 +96,6 @@ def _inputs(ctx, shape, dtype, dim, y_layout="contiguous", dy_layout="contiguous
         m, n = shape
         part = (1, n) if dim in (1, -1) else (m, 1)
         dy = ctx.randn(part, dtype, scale=dy_scale, shift=dy_shift).expand(shape)
-    elif dy_uniform:  # uniform in [-dy_scale, dy_scale]: near the top of a range, no overflow
-        dy = _place(ctx.rand_like_distinct(shape, dtype, -dy_scale, dy_scale), dy_layout)
     else:
         dy = _place(ctx.randn(shape, dtype, scale=dy_scale, shift=dy_shift), dy_layout)
     return x64, y, dy
@@ -201,7 +199,8 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
             dot_of_one_tile, dy_strides, ragged_tail]
 
 
-def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, **knobs):
+def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, extra=(),
+               **knobs):
     """Call softmax_backward and compare with `expected` (float64), naming classic mistakes."""
     from checks.compare import tolerance_for
     from checks.core import CheckFailed
@@ -222,7 +221,8 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         raise
     ctx.assert_close(out, expected, rtol=rtol, atol=atol,
                      name=name or f"softmax_backward(y, dy, dim={dim})",
-                     diagnose=_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda"))
+                     diagnose=_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda",
+                                         extra=extra))
     return out
 
 
@@ -353,9 +353,30 @@ def _extreme_cases(device: str) -> list[Case]:
             + [Case(kind="uniform", dtype=d) for d in DTYPES])
 
 
-# |dy| near the top of each range. fp16: |dx_i| = y_i (1 - y_i) |dy_i - (others' mean)| is at
-# most 2 * 3e4 / 4 = 1.5e4 < 65504, so the exact answer is finite.
-_HUGE = {"float16": 3e4, "bfloat16": 1e30, "float32": 1e30}
+# huge_dy: |dy| <= D. The exact answer is small: dx_i = y_i ((1 - y_i) dy_i - sum_{j != i} y_j
+# dy_j), so |dx_i| <= 2 y_i (1 - y_i) D <= D / 2, and <dy, y>, a weighted mean of dy, stays
+# within D. But the intermediate dy_i - <dy, y> reaches 2 D. float16: D = 6e4 (the max is
+# 65504), and the case makes dy_i - <dy, y> > 1.3 D ~ 8e4 for every i > 0: finite in float32,
+# inf in float16 arithmetic (then dx = y * inf is inf, or NaN where y rounded to 0), although
+# every exact dx fits float16. bfloat16 has float32's exponent range, so at 1e30 nothing can
+# overflow in float32 or bfloat16 arithmetic; the case checks that magnitudes far past
+# float16's range come through (a value passed through float16 on the way would be inf).
+_HUGE = {"float16": 6e4, "bfloat16": 1e30, "float32": 1e30}
+
+
+def _huge_dy_inputs(ctx, shape, dtype: str):
+    """x, y = softmax(x) and dy with dy_i - <dy, y> near 1.3 * _HUGE[dtype] for every i > 0."""
+    torch = ctx.torch
+    big = _HUGE[dtype]
+    x64 = ctx.randn(shape, "float64", scale=2.0, device="cpu")
+    # Column 0 six above the rest: y_0 >= 1 / (1 + 32 e^-6) > 0.92, whatever the draw.
+    x64[:, 0] = x64.amax(dim=1) + 6.0
+    y = x64.softmax(-1).to(getattr(torch, dtype)).to(ctx.torch_device)
+    # dy_0 = -D and dy_i in [D/2, D] otherwise: <dy, y> <= -0.92 D + 0.08 D = -0.84 D, so
+    # dy_i - <dy, y> >= 1.34 D for i > 0 (8e4 > 65504 in float16).
+    dy64 = ctx.rand_like_distinct(shape, "float64", 0.5 * big, big, device="cpu")
+    dy64[:, 0] = -big
+    return x64, y, dy64.to(getattr(torch, dtype)).to(ctx.torch_device)
 
 
 @register(W, "backward.extreme", tier="kernel", uses=USES, cases=_extreme_cases,
@@ -367,17 +388,21 @@ def backward_extreme(ctx, impl, case):
         x64, y, dy = _inputs(ctx, shape, case.dtype, -1, scale=1e4)
     elif case.kind == "tiny_probabilities":  # many y far below 2^-24 (0 in fp16), some subnormal
         x64, y, dy = _inputs(ctx, shape, case.dtype, -1, scale=12.0)
-    elif case.kind == "huge_dy":  # products dy * y stay finite only in float32 arithmetic
-        x64, y, dy = _inputs(ctx, shape, case.dtype, -1, dy_scale=_HUGE[case.dtype],
-                               dy_uniform=True)
+    elif case.kind == "huge_dy":  # dy - <dy, y> past the float16 max, dx well inside it
+        x64, y, dy = _huge_dy_inputs(ctx, shape, case.dtype)
     else:  # equal logits: y = 1/33 everywhere
         x64 = torch.zeros(shape, dtype=torch.float64)
         y = x64.softmax(-1).to(getattr(torch, case.dtype)).to(ctx.torch_device)
         dy = ctx.randn(shape, case.dtype)
-    out = _check_vjp(ctx, impl, y, dy, -1, _autograd64(x64, dy, -1))
+    overflow_hint = ("overflow: dy - <dy, y> can reach twice max|dy|, past the 16-bit range; "
+                     "multiply and sum in float32, round once at the store")
+
+    def overflow(got, exp, bad):
+        return overflow_hint if bool((~got.isfinite() & exp.isfinite()).any()) else None
+
+    out = _check_vjp(ctx, impl, y, dy, -1, _autograd64(x64, dy, -1), extra=[overflow])
     if not bool(out.isfinite().all()):
-        ctx.fail("softmax_backward returned Inf or NaN for finite inputs",
-                 hint="overflow: multiply and sum in float32, round once at the store")
+        ctx.fail("softmax_backward returned Inf or NaN for finite inputs", hint=overflow_hint)
 
 
 def _reduction_cases(device: str) -> list[Case]:
@@ -500,6 +525,26 @@ def _loss(y, w, kind):
     return (y * w).sum() if kind == "weighted" else (y.sum(0) * w[0]).sum()
 
 
+def _expect_backward_launch(ctx, y, dy):
+    """Run y's backward node on dy and FAIL unless it launched softmax_backward_kernel.
+
+    The node is called directly (grad_fn.apply), not through y.backward(): autograd runs a CUDA
+    backward on its own worker thread, where the launch log, kept per thread, would see nothing.
+    A direct call frees nothing, so the real backward can still run afterwards."""
+    from checks.context import call_learner
+
+    with ctx.count_launches() as log:
+        grads = call_learner(y.grad_fn.apply, dy, label="Softmax.backward")
+    if not isinstance(grads, tuple) or not grads or grads[0] is None:
+        ctx.fail(f"Softmax.backward returned {type(grads).__name__}, expected (dx, None)",
+                 hint="backward must return (dx, None)")
+    if not any("softmax_backward" in name for name in log):
+        ran = ", ".join(log) if log else "no Triton kernel"
+        ctx.fail(f"Softmax.backward launched {ran}; expected softmax_backward_kernel",
+                 hint="backward fell back to torch: the values are right, but dx must come "
+                      "from this workshop's kernel, softmax_backward(y, dy, ctx.dim)")
+
+
 @register(W, "autograd.softmax_apply", tier="kernel", uses=USES_AUTOGRAD, cases=_apply_cases,
           doc="gradients of Softmax.apply(x, dim) match torch.softmax's float64 gradients")
 def autograd_softmax_apply(ctx, impl, case):
@@ -512,13 +557,23 @@ def autograd_softmax_apply(ctx, impl, case):
     w = ctx.randn(case.shape, case.dtype)
     x_saved = x.detach().clone()
 
-    y = call_learner(impl.Softmax.apply, x, case.dim, label="Softmax.apply")
+    with ctx.count_launches() as forward_log:
+        y = call_learner(impl.Softmax.apply, x, case.dim, label="Softmax.apply")
     if not isinstance(y, torch.Tensor) or y.shape != x.shape or y.dtype != dtype:
         ctx.fail(f"Softmax.apply returned {type(y).__name__} "
                  f"{getattr(y, 'shape', '')} {getattr(y, 'dtype', '')}, expected {dtype} "
                  f"{tuple(x.shape)}", hint="forward returns the softmax of x, same shape and dtype")
     if y.grad_fn is None:
         ctx.fail("Softmax.apply's output has no grad_fn", hint="call it on an x that requires grad")
+    # Values alone would pass a Function that computes with torch: the launches say whose code
+    # ran. The forward runs on this thread, inside apply.
+    if not forward_log:
+        ctx.fail("Softmax.apply launched no Triton kernel in its forward",
+                 hint="forward fell back to torch: compute y with workshop 1's kernel "
+                      "(strided_softmax.softmax)")
+    # What the upstream gradient is, for the launch check here and the diagnoses below.
+    dy = w if case.loss == "weighted" else w[0].expand(case.shape)
+    _expect_backward_launch(ctx, y, dy)
     call_learner(_loss(y, w, case.loss).backward, label="backward through Softmax")
     if not torch.equal(x.detach(), x_saved):
         ctx.fail("Softmax wrote into x", hint="inputs must never be written")
@@ -533,8 +588,6 @@ def autograd_softmax_apply(ctx, impl, case):
     _loss(x_lp.softmax(case.dim), w, case.loss).backward()
     slack = 2.0 * float((x_lp.grad.cpu().double() - expected).abs().max())
     tol = tolerance_for(dtype)
-    # What the upstream gradient was, to recognise "saved x instead of y".
-    dy = w if case.loss == "weighted" else w[0].expand(case.shape)
     # PyTorch's error does not bound ours when our forward's y is less exact than PyTorch's:
     # workshop 1's kernel computes 2^((x - m) log2 e) from a float32 product rounded to half an
     # eps of |x - m| log2 e, so every y_j of a row may be off by up to about (2 + max|x - m|)
@@ -593,6 +646,7 @@ def autograd_finite_differences(ctx, impl, case):
 
     x = x32.to(ctx.torch_device).requires_grad_(True)
     y = call_learner(impl.Softmax.apply, x, case.dim, label="Softmax.apply")
+    _expect_backward_launch(ctx, y, dy32.to(ctx.torch_device))
     call_learner(y.backward, dy32.to(ctx.torch_device), label="backward through Softmax")
     if x.grad is None:
         ctx.fail("x.grad is None after backward", hint="backward must return (dx, None)")

@@ -117,8 +117,9 @@ def _close(got, model, dtype: str, rtol: float | None = None) -> bool:
     return bool(torch.where(both_nan, torch.ones_like(ok), ok).all())
 
 
-def _mistake_models(x64, chunk: int):
-    """Outputs of the classic mistakes on this input: [(hint, model output)]."""
+def _mistake_models(x64, chunk: int, *, merge: bool = True):
+    """Outputs of the classic mistakes on this input: [(hint, model output)]. merge=False leaves
+    out the merge's mistake (for `normalize` alone, which is handed correct statistics)."""
     import torch
 
     n_rows, n_cols = x64.shape
@@ -128,12 +129,13 @@ def _mistake_models(x64, chunk: int):
     chunk_of_col = torch.arange(n_cols) // chunk
     m_local = m[:, chunk_of_col]  # (M, N): each column's own chunk maximum
     models = []
-    if m.shape[1] > 1:
+    if m.shape[1] > 1 and merge:
         models.append((
             "partial denominators not rescaled: merge_stats added the chunks' sums s_c as they "
             "are; each is a sum of exp(x - m_c) and must be multiplied by exp(m_c - m_row) "
             "before the chunks can be added",
             torch.exp(x64 - m_row) / s.sum(dim=1, keepdim=True)))
+    if m.shape[1] > 1:
         models.append((
             "chunk-local max: normalize subtracted each chunk's own maximum instead of the "
             "row's merged maximum m_row, so every chunk is scaled differently",
@@ -145,14 +147,15 @@ def _mistake_models(x64, chunk: int):
     return models
 
 
-def _output_diagnoses(x, chunk: int | None, dtype: str):
-    """Diagnoses for split_softmax / normalize outputs on input `x`."""
+def _output_diagnoses(x, chunk: int | None, dtype: str, *, merge: bool = True):
+    """Diagnoses for split_softmax / normalize outputs on input `x` (merge=False: `normalize`
+    alone, given correct statistics, so neither the merge nor the partial sums can be wrong)."""
     x64 = x.detach().to("cpu").double()
 
     def models(got, expected, bad):
         if chunk is None:
             return None
-        for hint, model in _mistake_models(x64, chunk):
+        for hint, model in _mistake_models(x64, chunk, merge=merge):
             if _close(got, model, dtype):
                 return hint
         return None
@@ -179,7 +182,8 @@ def _output_diagnoses(x, chunk: int | None, dtype: str):
                     "were loaded as values (not -inf) and counted in the denominator")
         return None
 
-    return [models, other_row, tail]
+    # An unmasked last chunk shows in the denominator, which normalize is handed, not computes.
+    return [models, other_row, tail] if merge else [models, other_row]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,6 +379,67 @@ def stats_pipeline(ctx, impl, case):
                      diagnose=diagnose)
     ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
                      diagnose=diagnose)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 3 alone: normalize with given (correct) row statistics
+# ---------------------------------------------------------------------------------------------
+def _normalize_cases(device: str) -> list[Case]:
+    # The chunks of stats.partial (ragged widths, several chunks per row, one chunk per row),
+    # plus the default chunk on a ragged width.
+    return _partial_cases(device) + [Case(shape=(2, 4097), chunk=None, dtype=d) for d in DTYPES]
+
+
+@register(W, "normalize.values", tier="kernel", uses=("normalize",), cases=_normalize_cases,
+          doc="normalize(x, m_row, s_row) against float64 with correct statistics; fresh output")
+def normalize_values(ctx, impl, case):
+    torch = ctx.torch
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    x64 = x.detach().cpu().double()
+    # The row statistics built right in float64, then rounded to the float32 the API takes (m
+    # exactly: a maximum of values float32 holds; s to half an eps32). The reference uses those
+    # rounded values, so only normalize's own arithmetic is judged.
+    m64 = x64.amax(dim=1)
+    s64 = torch.exp(x64 - m64[:, None]).sum(dim=1)
+    m_row, s_row = m64.float().to(ctx.torch_device), s64.float().to(ctx.torch_device)
+    expected = torch.exp(x64 - m_row.cpu().double()[:, None]) / s_row.cpu().double()[:, None]
+    kwargs = {} if case.chunk is None else {"chunk": case.chunk}
+    label = "normalize(x, m_row, s_row, chunk)"
+    # ctx.call fails if x, m_row or s_row changed, or if y is (a view of) one of them.
+    y = ctx.call(impl.normalize, x, m_row, s_row, expect_shape=case.shape,
+                 expect_dtype=case.dtype, expect_contiguous=True, name=label, **kwargs)
+    chunk = _chunk_for(impl, case, x)
+
+    def no_denominator(got, exp, bad):
+        if _close(got, torch.exp(x64 - m_row.cpu().double()[:, None]), case.dtype):
+            return ("denominator missing: the output equals exp(x - m_row); multiply by "
+                    "1 / s_row")
+        return None
+
+    def exp2_without_log2e(got, exp, bad):
+        model = torch.exp2(x64 - m_row.cpu().double()[:, None]) / s_row.cpu().double()[:, None]
+        if _close(got, model, case.dtype):
+            return ("exp2 without log2(e): the output equals 2^(x - m_row) / s_row; "
+                    "exp(t) = exp2(t * log2(e))")
+        return None
+
+    diagnose = ([no_denominator, exp2_without_log2e]
+                + _output_diagnoses(x, chunk, case.dtype, merge=False))
+    ctx.assert_close(y, expected, name=label, diagnose=diagnose)
+    # Again with the statistics as strided views (every other element of a wider buffer, as a
+    # caller slicing a (2, M) workspace would pass them): same values, a new output.
+    wide = torch.stack([m_row, s_row], dim=1).repeat(1, 2)  # (M, 4): m, s, m, s per row
+    m_view, s_view = wide[:, 2], wide[:, 3]
+    again = ctx.call(impl.normalize, x, m_view, s_view, expect_shape=case.shape,
+                     expect_dtype=case.dtype, expect_contiguous=True,
+                     name="normalize(x, strided m_row, strided s_row, chunk)", **kwargs)
+    if again.data_ptr() == y.data_ptr():
+        ctx.fail("two calls of normalize returned the same output tensor",
+                 hint="outputs must be freshly allocated on every call (no cached buffer)")
+    ctx.assert_close(again, expected, name="normalize with strided m_row, s_row", diagnose=[
+        lambda g, e, bad: ("m_row / s_row strides ignored: with the statistics as strided views "
+                           "the rows read the wrong values; index them by their stride, or "
+                           "copy them contiguous first")] + diagnose)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -600,6 +665,13 @@ def bad_calls(ctx, impl, case):
                      what="normalize: m_row of the wrong length")
     ctx.expect_error(impl.normalize, x, row, row, 48, mentions=["chunk"],
                      what="normalize: chunk=48")
+    # The public default: a zero SM count used to divide by zero (ZeroDivisionError), a
+    # negative one or a negative size gave some chunk instead of an error.
+    for args, word in (((8, 131072, 0), "sm_count"), ((8, 131072, -132), "sm_count"),
+                       ((-1, 4096), "n_rows"), ((8, -4096), "n_cols"),
+                       ((8, 131072, 132.0), "sm_count"), ((8.0, 4096), "n_rows")):
+        ctx.expect_error(impl.default_chunk, *args, mentions=[word],
+                         what=f"default_chunk{args}")
     if ctx.device == "cuda":
         ctx.expect_error(impl.split_softmax, x.cpu(), mentions=["cuda"],
                          what="split_softmax: CPU tensor on a GPU run")

@@ -7,8 +7,8 @@ with the mask -inf above the diagonal when causal. Interpreter runs use a coveri
 
 When a comparison fails, the classic streaming mistakes are replayed in float64 on the same
 inputs (numerator or denominator not rescaled, max not carried across blocks, keys past N left
-unmasked, the diagonal excluded, the scale applied after the softmax, ...): the hint names the
-one whose output the implementation reproduces.
+unmasked, the diagonal excluded, the accumulator kept in 16 bits, the scale applied after the
+softmax, ...): the hint names the one whose output the implementation reproduces.
 """
 
 from __future__ import annotations
@@ -107,12 +107,13 @@ def _knobs(case) -> dict:
 # Known mistakes, replayed in float64
 # ---------------------------------------------------------------------------------------------
 def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, rescale_l=True,
-                carry_max=True, mask_keys=True, inclusive=True):
+                carry_max=True, mask_keys=True, inclusive=True, acc_dtype=None):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
     to the end of its row block (causal) or to the end of the padded key range (non-causal).
     Keys past N are zero rows of k and v (masked to -inf unless mask_keys is False).
+    acc_dtype ("float16", "bfloat16"): the running numerator is rounded to it after every block.
     """
     import torch
 
@@ -148,6 +149,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             p = torch.exp(s - m_new[:, None])  # natural units: the same as exp2 in log2 units
             alpha = torch.exp(m - m_new)
             acc_new = (acc * alpha[:, None] if rescale_acc else acc) + p @ vp[start:start + block_n]
+            if acc_dtype is not None:
+                acc_new = acc_new.to(getattr(torch, acc_dtype)).double()
             den_new = (den * alpha if rescale_l else den) + p.sum(dim=1)
             acc = torch.where(live[:, None], acc_new, acc)
             den = torch.where(live, den_new, den)
@@ -178,8 +181,13 @@ def _block_candidates(impl, case, n, d, dtype, causal):
     return out[:4]
 
 
-def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, atol):
-    """Diagnoses for compare.assert_close: replay the classic mistakes on one (N, d) head."""
+def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, atol,
+               generic=True):
+    """Diagnoses for compare.assert_close: replay the classic mistakes on one (N, d) head.
+
+    generic=False leaves out the last two, which judge by the symptom alone (NaN somewhere, only
+    tail rows wrong) instead of reproducing the output: for outputs already known to hold NaN.
+    """
     n, d = q.shape
     dtype = str(q.dtype).replace("torch.", "")
 
@@ -229,6 +237,14 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                mask_keys=False),
         replay("causal mask excludes the diagonal: a row must see its own key (row >= key, not "
                "row > key); row 0 then has no key at all and becomes NaN", inclusive=False),
+        # A 16-bit acc is rounded after every key block; on random inputs that stays inside the
+        # tolerance, so this replay only ever matches where it differs: forward.extreme's
+        # small_tail case, built to make the dropped contributions add up.
+        *(replay(f"accumulator kept in 16 bits: acc (the running P @ V) was rounded to {acc16} "
+                 "between key blocks, which loses every block's contribution smaller than half "
+                 "a unit in the last place of acc; keep acc float32 (tl.zeros(..., tl.float32), "
+                 "tl.dot(p, v, acc)) and round once, at the store", acc_dtype=acc16)
+          for acc16 in ((dtype,) if dtype != "float32" else ("float16", "bfloat16"))),
         formula("scale applied after softmax: the output equals scale * softmax(Q K^T) V; the "
                 "scale belongs inside the exponent, softmax(Q K^T * scale) V",
                 lambda: scale_used * s_unscaled_ref()),
@@ -251,6 +267,8 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         hints.append(formula("the scale argument was ignored: the output equals the default "
                              "scale d ** -0.5",
                              lambda: reference(q, k, v, causal=causal, scale=d ** -0.5)))
+    if not generic:
+        return hints
     hints.append(lambda got, expected, bad: (
         "NaN in the output: a row whose scores are all -inf gives exp2(-inf - -inf) = NaN "
         "(every row must keep at least one key), or alpha overflowed (max not carried?)"
@@ -511,7 +529,8 @@ def _strides_mixed_up(got, expected, bad):
 
 
 # ---------------------------------------------------------------------------------------------
-# forward.extreme: huge finite logits; rows whose scores are all equal
+# forward.extreme: huge finite logits; rows whose scores are all equal; a long tail of small
+# weights
 # ---------------------------------------------------------------------------------------------
 _EXTREME_SCALE = {"float16": 1000.0, "bfloat16": 1e5, "float32": 1e4}
 
@@ -520,20 +539,48 @@ def _extreme_cases(device: str) -> list[Case]:
     base = [Case(kind=kind, n=100, d=32, dtype=dt, causal=c, blocks=(32, 16))
             for kind in ("huge_logits", "equal_scores") for dt in DTYPES
             for c in ((False, True) if device == "cuda" else ((dt != "float16"),))]
+    # small_tail: 64 key blocks of 16 (256 on a GPU), so a 16-bit accumulator drops 63 (255)
+    # contributions; 16-bit dtypes only (the mistake is rounding to them). 128-row programs
+    # under the interpreter: half the loop steps of 64-row ones.
+    base += [Case(kind="small_tail", n=1024, d=16, dtype=dt, causal=False,
+                  blocks=(64 if device == "cuda" else 128, 16))
+             for dt in ("float16", "bfloat16")]
     if device == "cuda":
         base += [Case(kind=kind, n=1000, d=128, dtype=dt, causal=c, blocks="default")
                  for kind in ("huge_logits", "equal_scores") for dt in ("float16", "bfloat16")
                  for c in (False, True)]
+        base += [Case(kind="small_tail", n=n, d=d, dtype=dt, causal=c, blocks=(64, 16))
+                 for n, d, c in ((1024, 16, True), (4096, 64, False), (4096, 64, True))
+                 for dt in ("float16", "bfloat16")]
     return base
 
 
+def _small_tail_inputs(ctx, case):
+    """q, k, v whose output is sum_j w_j v_j / sum_j w_j with w_0 = 1 and w_j = 2^-delta for
+    every other key, and the scale that gives those weights (see forward_extreme)."""
+    torch = ctx.torch
+    dt = getattr(torch, case.dtype)
+    block_n = case.blocks[1]
+    delta = round(math.log2(block_n / torch.finfo(dt).eps))  # 2^-delta = eps / BLOCK_N
+    q = torch.randint(-3, 4, (case.n, case.d), generator=ctx.generator)
+    q[:, 0] = 1
+    k = torch.zeros((case.n, case.d), dtype=torch.int64)
+    k[0, 0] = delta  # every row scores key 0 at delta, every other key at 0
+    q, k = (t.to(dt).to(ctx.torch_device) for t in (q, k))
+    v = ctx.rand_like_distinct((case.n, case.d), case.dtype, 0.25, 0.5)
+    v[0] = ctx.rand_like_distinct((case.d,), case.dtype, 1.0, 1.25)
+    return q, k, v, 1.0 / LOG2E  # qk_scale = scale * log2(e) is exactly 1.0 in float32
+
+
 @register(W, "forward.extreme", tier="kernel", uses=("attention",), cases=_extreme_cases,
-          doc="finite logits up to ~1e6 (the running max must carry) and all-equal scores")
+          doc="finite logits up to ~1e6 (the running max must carry), all-equal scores, and "
+              "a long tail of small weights (the running numerator must stay float32)")
 def forward_extreme(ctx, impl, case):
     torch = ctx.torch
     dt = getattr(torch, case.dtype)
     rng = ctx.generator
     scale = None
+    knobs = _knobs(case)
     if case.kind == "huge_logits":
         # Small-integer q and k make every score an exact integer (no rounding anywhere before
         # the scale), so equal scores stay exactly equal; the large scale then puts the logits
@@ -541,38 +588,63 @@ def forward_extreme(ctx, impl, case):
         q = torch.randint(-3, 4, (case.n, case.d), generator=rng).to(dt).to(ctx.torch_device)
         k = torch.randint(-3, 4, (case.n, case.d), generator=rng).to(dt).to(ctx.torch_device)
         scale = _EXTREME_SCALE[case.dtype]
+    elif case.kind == "small_tail":
+        # Key 0 weighs 1, every other key 2^-delta: the logits (log2 units) are exact integers
+        # and every weight a power of two, exact in any dtype, so rounding P to 16 bits for
+        # P @ V costs nothing. The acc of a row starts near v_0 in [1, 1.25) and each later key
+        # block adds BLOCK_N * 2^-delta * v_j = eps * v_j, v_j in [0.25, 0.5): a quarter to a
+        # half of acc's unit in the last place in the input's 16 bits. A float32 acc keeps them
+        # all (fp32 sums of terms near 1: about N * eps32); the only error left is the
+        # output's one rounding (eps/2 |out|, up to eps |out| for the interpreter's bf16
+        # truncation): under 0.2 of tolerance() on fresh seeds (interpreter). An acc kept in 16
+        # bits rounds each block's contribution away: out loses about (N - BLOCK_N) eps v_j /
+        # BLOCK_N over sum_j w_j, 5-7x the tolerance at N = 1024.
+        q, k, v, scale = _small_tail_inputs(ctx, case)
+        # One program per row block must walk every key: split-KV would restart the sum (and
+        # the loss) in every split.
+        knobs["kv_splits"] = 1
     else:
         # Every key is the same vector: each row's scores are all equal, so the output is the
         # plain mean of the visible rows of v (the causal prefix mean).
         q = ctx.randn((case.n, case.d), case.dtype)
         k = ctx.randn((1, case.d), case.dtype).expand(case.n, case.d).contiguous()
-    v = ctx.randn((case.n, case.d), case.dtype)
-    out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **_knobs(case),
+    if case.kind != "small_tail":
+        v = ctx.randn((case.n, case.d), case.dtype)
+    out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **knobs,
                    expect_shape=(case.n, case.d), expect_dtype=case.dtype)
     _interpreter_notes(ctx, case.dtype)
-    got = out.double().cpu()
-    if bool((got.isnan() | got.isinf()).any()):
-        bad_row = int((got.isnan() | got.isinf()).any(dim=1).nonzero()[0])
-        ctx.fail(f"attention returned NaN/Inf (first in row {bad_row}) for finite inputs with "
-                 f"logits up to {_max_logit(q, k, scale or case.d ** -0.5):.3g}",
-                 hint="max not carried across blocks (m_new must be max(m_i, block max)), or "
-                      "no max subtracted: exp2 of a large logit difference overflowed to inf "
-                      "and inf/inf = NaN")
+    scale_used = case.d ** -0.5 if scale is None else scale
     if case.kind == "equal_scores":
         vv = v.double().cpu()
         if case.causal:
             expected = vv.cumsum(dim=0) / torch.arange(1, case.n + 1, dtype=torch.float64)[:, None]
         else:
             expected = vv.mean(dim=0, keepdim=True).expand(case.n, case.d)
-        rtol, atol = tolerance(case.dtype, v, 1.0)
-        ctx.assert_close(out, expected, name="attention with all-equal scores (mean of v)",
-                         rtol=rtol, atol=atol, diagnose=_diagnoses(
-                             impl, case, q, k, v, causal=case.causal, scale_used=case.d ** -0.5,
-                             scale_given=None, rtol=rtol, atol=atol))
+        name = "attention with all-equal scores (mean of v)"
     else:
-        _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
-                      name=f"attention with logits up to {_max_logit(q, k, scale):.3g}",
-                      exact_scores=True)
+        expected = reference(q, k, v, causal=case.causal, scale=scale_used)
+        name = (f"attention with logits up to {_max_logit(q, k, scale_used):.3g}"
+                if case.kind == "huge_logits" else
+                "attention with one dominant key and a long tail of weights eps / BLOCK_N")
+    # Exact (integer) or equal scores: no logit-size term in the tolerance (see _compare_head).
+    rtol, atol = tolerance(case.dtype, v, 1.0)
+    same = dict(causal=case.causal, scale_used=scale_used, scale_given=scale, rtol=rtol,
+                atol=atol)
+    got = out.double().cpu()
+    if bool((got.isnan() | got.isinf()).any()):
+        # A replayed mistake that reproduces the NaN names it (row 0 of a causal mask without
+        # the diagonal has no key: 0 / 0); otherwise the usual suspect is an overflowed exp2.
+        bad = got.isnan() | got.isinf()
+        replays = _diagnoses(impl, case, q, k, v, **same, generic=False)
+        hint = next((h for h in (dg(got, expected, bad) for dg in replays) if h), None)
+        bad_row = int(bad.any(dim=1).nonzero()[0])
+        ctx.fail(f"attention returned NaN/Inf (first in row {bad_row}) for finite inputs with "
+                 f"logits up to {_max_logit(q, k, scale_used):.3g}",
+                 hint=hint or "max not carried across blocks (m_new must be max(m_i, block "
+                              "max)), or no max subtracted: exp2 of a large logit difference "
+                              "overflowed to inf and inf/inf = NaN")
+    ctx.assert_close(out, expected, name=name, rtol=rtol, atol=atol,
+                     diagnose=_diagnoses(impl, case, q, k, v, **same))
 
 
 # ---------------------------------------------------------------------------------------------

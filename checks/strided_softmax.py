@@ -284,7 +284,9 @@ def forward_layouts(ctx, impl, case):
 
 
 def _path_cases(device: str) -> list[Case]:
-    shape = (7, 45) if device != "cuda" else (300, 777)
+    # Both sides longer than 2 * 16, so block_r=16 walks either dim in several passes and
+    # splits=3 makes three nonempty slices of 16 positions (40 or 45: the last one ragged).
+    shape = (40, 45) if device != "cuda" else (300, 777)
     # one block (block_r default, the whole row) and two passes (block_r=16 < the row)
     cases = [Case(layout=lay, shape=shape, dim=dim, path=p, block_r=br, dtype="float32")
              for lay in ("contiguous", "transposed", "stepped", "broadcast_rows")
@@ -304,14 +306,52 @@ def _path_cases(device: str) -> list[Case]:
     return cases
 
 
+# The kernels each path launches, by name (the module's kernels keep their names in the starter).
+# The case tables never ask for the exchange: forced paths with short rows or an explicit
+# block_r, where the launcher does not pick it by itself.
+PATH_KERNELS = {
+    "A": ("softmax_along_kernel",),
+    "B": ("softmax_across_kernel",),
+    "B split": ("softmax_across_partial_kernel", "softmax_across_normalize_kernel"),
+}
+
+
+def _path_asked(case) -> str:
+    return "B split" if case.path == "B" and (case.get("splits") or 1) > 1 else case.path
+
+
+def _path_ran(log) -> str:
+    """The path whose kernels `log` holds (in order), or a description of what it holds."""
+    for path, kernels in PATH_KERNELS.items():
+        if tuple(log) == kernels:
+            return f"path {path}"
+    return "no path's kernels exactly"
+
+
 @register(W, "forward.paths", tier="kernel", uses=SOFTMAX, cases=_path_cases,
-          doc="both paths forced on every layout: one block, two passes, split slices, explicit knobs")
+          doc="both paths forced on every layout (one block, two passes, split slices, explicit "
+              "knobs): right values, and the forced path's kernels are the ones launched")
 def forward_paths(ctx, impl, case):
     x = make_view(ctx, case.layout, case.shape, case.dtype)
     knobs = {k: case[k] for k in ("path", "block_r", "block_i", "num_warps", "num_stages",
                                   "splits") if case.get(k) is not None}
-    out = _call(ctx, impl, x, case.dim, **knobs)
+    with ctx.count_launches() as log:
+        out = _call(ctx, impl, x, case.dim, **knobs)
     _compare(ctx, x, case.dim, out)
+    # Right values alone do not show which path ran: every kernel here computes the same
+    # softmax, so a launcher that ignored the knob would pass on values. The names do show it.
+    asked = _path_asked(case)
+    expected = list(PATH_KERNELS[asked])
+    if log != expected:
+        ran = _path_ran(log)
+        knob = "splits" if asked.startswith("B") and ran.startswith("path B") else "path"
+        ctx.fail(f"softmax(x, dim={case.dim}, **{knobs}) asked for path {asked} and launched "
+                 f"{log} ({ran}); expected {expected}",
+                 hint=f"{knob} knob ignored: a forced path={case.path!r}"
+                      f"{' with splits > 1' if asked == 'B split' else ''} must run "
+                      f"{' then '.join(expected)} (the plan and the launch both follow the "
+                      "knob); the launcher may choose the path (and the splits) itself only when "
+                      "the knob is left out (None)")
 
 
 def _ragged_cases(device: str) -> list[Case]:

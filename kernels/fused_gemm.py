@@ -404,6 +404,16 @@ def gemm_bias_relu_persistent_kernel(
 # ---------------------------------------------------------------------------------------------
 # Choosing a configuration
 # ---------------------------------------------------------------------------------------------
+def _check_count(name: str, value) -> None:
+    """Refuse a count of SMs or programs below 1 (or not an int) before anything divides by it:
+    the helpers below are public, and a caller's num_sms = 0 must not end in ZeroDivisionError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type_name(value)}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1 (the tiles are spread over them), got "
+                         f"{value}")
+
+
 def _wave_efficiency(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
     """Share of the SM slots doing useful work: tiles / (waves * SMs). 1.0 = no idle last wave."""
     tiles = cdiv(M, block_m) * cdiv(N, block_n)
@@ -420,6 +430,7 @@ def few_tiles(M: int, N: int, num_sms: int) -> bool:
     pointer kernel took 6.5 us, 64 x 128 persistent 9.2 us, 128 x 128 persistent 10.6 us
     (graph timing, tools/probe_gemm_tiles.py).
     """
+    _check_count("num_sms", num_sms)
     return cdiv(M, 128) * cdiv(N, 128) < num_sms
 
 
@@ -439,6 +450,7 @@ def stream_k_tiles(tiles: int, programs: int, k_steps: int, stream_k: bool | Non
     last wave is partly filled; False: never. 0 when there is nothing to share, or fewer
     K-steps than programs to deal out.
     """
+    _check_count("programs", programs)
     leftover = tiles % programs
     if not leftover or stream_k is False or leftover * k_steps < programs:
         return 0
@@ -481,7 +493,9 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
     (16 + 16 elements per thread) instead of 64 x 64 x 64 per 4 warps' worth of threads.
     Interpreter: small tiles (at most 32 x 32 x 32): it runs each program in Python + NumPy, so
     the cost is per element and smaller tiles waste less work on masked tails.
+    num_sms must be an int >= 1 (TypeError, ValueError otherwise).
     """
+    _check_count("num_sms", num_sms)
     if interpreter:
         def small(n):
             return min(max(triton.next_power_of_2(max(n, 1)), 16), 32)

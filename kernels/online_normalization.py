@@ -20,7 +20,8 @@ This module is plain NumPy and the Python standard library: it imports neither t
 Conventions
 - Inputs are float64 (other real dtypes are converted). NaN and +inf inputs are refused; -inf
   entries are allowed and carry no probability mass (exp(-inf) = 0), as masked logits do.
-- A state is either the empty state (-inf, 0.0) or has a finite `m` and a finite `s > 0`.
+- A state is either the empty state (-inf, 0.0) or has a finite `m` and a finite `s >= 1` (the
+  maximum's own term is exp(0) = 1).
 - A row with no finite value (empty, or all -inf) has the empty state. Its log-sum-exp is -inf
   and its softmax is all zeros (no mass to spread; the convention attention kernels use for a
   fully masked row), never NaN.
@@ -46,7 +47,8 @@ class State:
     """The softmax statistics of a set of values: maximum `m` and `s = sum(exp(x - m))`.
 
     Immutable and always valid: the constructor refuses NaN, m = +inf, a negative or infinite
-    s, and an inconsistent pair (s = 0 means "no values" and needs m = -inf, and back).
+    s, an inconsistent pair (s = 0 means "no values" and needs m = -inf, and back) and s < 1
+    with a finite m (the maximum's own term is 1).
     """
 
     m: float  # running maximum; -inf for the empty state
@@ -66,6 +68,13 @@ class State:
         if (m == -math.inf) != (s == 0.0):
             raise ValueError(f"State(m={m!r}, s={s!r}) is inconsistent: the empty state is "
                              "exactly (-inf, 0.0); a state with a finite m has s > 0")
+        # The value equal to the maximum contributes exp(m - m) = exp(0) = 1 and every other
+        # term is >= 0, so s >= 1 whenever m is finite. from_values and merge keep this bit
+        # for bit: exp(0.0) is exactly 1, and adding terms >= 0 never rounds a sum below 1.
+        if m != -math.inf and s < 1.0:
+            raise ValueError(f"State(m={m!r}, s={s!r}) is impossible: s = sum(exp(x - m)) "
+                             "includes the term exp(m - m) = 1 of the maximum itself, so a "
+                             "non-empty state has s >= 1 (the empty state is (-inf, 0.0))")
 
 
 def _as_float(name: str, value) -> float:

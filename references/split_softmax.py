@@ -37,7 +37,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from ._gpu import capability, cdiv, device_index, next_power_of_2, sm_count
-from ._validate import check_device, check_power_of_two, check_tensor, interpreting
+from ._validate import check_device, check_int_range, check_power_of_two, check_tensor, interpreting
 
 # exp(x) = 2^(x * log2(e)): Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction
 # ex2 (which flushes results below 2^-126 to zero), tl.exp to a slower ex2 that keeps them;
@@ -54,6 +54,7 @@ _DEFAULT_MAX_CHUNK = 4096
 _VALUES_PER_WARP = 2048  # default num_warps = chunk / this (64 values per thread), at least 2
 _PROGRAMS_PER_SM = 4  # default chunk: aim for this many (row, chunk) programs per SM
 _MERGE_BLOCK_C = 1024  # partial states a merge program reads per loop step
+_MAX_COUNT = 2**63 - 1  # sizes and SM counts default_chunk accepts: any int64
 EARLY_LAUNCH = True  # split_softmax launches stages 2 and 3 early where the GPU allows it
 
 # Candidate launch knobs for a benchmark sweep (chunk=None: the width/rows heuristic below).
@@ -308,8 +309,14 @@ def default_chunk(n_rows: int, n_cols: int, sm_count: int = 132) -> int:
 
     Few rows get many chunks each (8 rows of 131072 on 132 SMs: chunk 2048, 64 chunks a row);
     many rows get fewer, larger chunks. Clamped to [_DEFAULT_MIN_CHUNK, _DEFAULT_MAX_CHUNK] and
-    never wider than the row needs.
+    never wider than the row needs. Raises TypeError for a non-int argument and ValueError for
+    a negative size or an sm_count below 1.
     """
+    # Checked before the arithmetic below: sm_count = 0 would divide by zero there, and a
+    # negative count or size would quietly give some chunk instead of an error.
+    check_int_range("n_rows", n_rows, 0, _MAX_COUNT)
+    check_int_range("n_cols", n_cols, 0, _MAX_COUNT)
+    check_int_range("sm_count", sm_count, 1, _MAX_COUNT)
     wanted_chunks = cdiv(_PROGRAMS_PER_SM * sm_count, max(n_rows, 1))
     chunk = next_power_of_2(cdiv(max(n_cols, 1), wanted_chunks))
     chunk = min(max(chunk, _DEFAULT_MIN_CHUNK), _DEFAULT_MAX_CHUNK)

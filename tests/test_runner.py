@@ -15,6 +15,7 @@ from tests.helpers import load_json, run_checks, run_python
 GOOD_ADD = """
 def add(x, y, *, block=1024):
     if not isinstance(y, torch.Tensor): raise TypeError("y must be a tensor")
+    if y.layout != torch.strided: raise TypeError("y must be a dense tensor")
     if y.shape != x.shape: raise ValueError("y shape")
     if y.dtype != x.dtype: raise TypeError("y dtype")
     if x.dtype not in (torch.float16, torch.bfloat16, torch.float32): raise TypeError("x dtype")
@@ -52,6 +53,10 @@ def _fake(tmp_path, body: str):
                 raise ValueError(f"x must be 2-D, got {{getattr(x, 'shape', x)}}")
             if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
                 raise TypeError("x must be float")
+            if x.layout != torch.strided:
+                raise TypeError("x must be a dense tensor")
+            if x.is_neg():
+                raise ValueError("x is a negated view: pass x.resolve_neg()")
             if not x.is_contiguous():
                 raise ValueError("x must be contiguous")
             {body}

@@ -8,7 +8,11 @@ BUGS = [
     # normalize shifts by the chunk's own max, so chunks of one row are scaled differently.
     Bug("normalize_chunk_local_max", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
         replace="y = tl.exp2((x - tl.max(x, axis=0)) * LOG2E) * inv_s",
-        check="forward.values", hint="chunk-local max"),
+        check="normalize.values", hint="chunk-local max"),
+    # normalize reads every row's denominator at row 0's offset: row 0 right, the rest scaled.
+    Bug("normalize_row0_denominator", find="s_row = tl.load(s_row_ptr + row)",
+        replace="s_row = tl.load(s_row_ptr)",
+        check="normalize.values", hint="another row's statistics"),
     # The partial statistics mask the chunk grid instead of the row: the last chunk of a
     # ragged row reads past the row (the next row's values, or past the end of x).
     Bug("last_chunk_unmasked", find="mask = cols < n_cols  # the last chunk",
@@ -25,4 +29,8 @@ BUGS = [
     Bug("chunk_not_validated",
         find='        check_power_of_two("chunk", chunk, MIN_CHUNK, MAX_CHUNK)\n',
         replace="        pass\n", check="bad_calls", hint="refuse bad calls"),
+    # default_chunk trusts its SM count: sm_count=0 divides by zero instead of a ValueError.
+    Bug("sm_count_not_validated",
+        find='    check_int_range("sm_count", sm_count, 1, _MAX_COUNT)\n', replace="",
+        check="bad_calls", hint="refuse bad calls"),
 ]

@@ -22,6 +22,15 @@ BUGS = [
     Bug("denominator_not_rescaled", find="l_i = l_i * alpha + tl.sum(p, 1)",
         replace="l_i = l_i + tl.sum(p, 1)", check="forward.values",
         hint="denominator not rescaled"),
+    # The running numerator held in float16 between key blocks, as after `acc = tl.zeros(...,
+    # tl.float16)` with every update cast back to acc's dtype (Triton refuses a loop-carried acc
+    # whose dtype changes). One substitution with the same numerics: under the interpreter q,
+    # k and v are upcast (UPCAST_DOT), so `v.dtype` there would not name the 16-bit type.
+    Bug("accumulator_in_16_bits",
+        find="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32 accumulate",
+        replace="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)"
+                ".to(tl.float16).to(tl.float32)",
+        check="forward.extreme", hint="accumulator kept in 16 bits"),
     Bug("exp_instead_of_exp2", find="p = tl.math.exp2(s * qk_scale - m_new[:, None])",
         replace="p = tl.exp(s * qk_scale - m_new[:, None])", check="forward.values",
         hint="log2(e) folded twice"),

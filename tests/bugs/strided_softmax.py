@@ -22,6 +22,21 @@ BUGS = [
         hint="output written with the input's strides"),
     Bug("statistics_in_fp16", find=".to(tl.float32)", replace=".to(tl.float16)",
         check="forward.layouts", hint="statistics in fp16"),
+    # No bug drops the upcast in _load_x (.to(tl.float32) left out): no output can show it.
+    # Triton 3.6's tl.max and tl.sum widen 16-bit floats to float32 before reducing, and every
+    # other use of x subtracts a float32 statistic first, which widens x exactly; the outputs
+    # were bit for bit the reference's on both paths, one block, two passes and split, fp16
+    # and bf16, under the interpreter (the GPU compiles the same promotions).
+    # Every kernel computes the same softmax, so only the launched kernels' names (checked by
+    # forward.paths) show a forced path that did not run: plan() choosing from the strides
+    # whatever path was asked for...
+    Bug("path_knob_ignored", find="path = path or _choose_path(", replace="path = _choose_path(",
+        check="forward.paths", hint="path knob ignored"),
+    # ...and a launcher that runs path B's kernel for every unsplit plan, path A's included.
+    Bug("launcher_ignores_plan_path",
+        find='kernel = softmax_along_kernel if p.path == "A" else softmax_across_kernel',
+        replace="kernel = softmax_across_kernel", check="forward.paths",
+        hint="path knob ignored"),
     # The old sum not rescaled by exp(m - m_new) when the running max grows.
     Bug("running_sum_not_rescaled", find=_RESCALE,
         replace="s = s + tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),", check="forward.paths",
