@@ -9,7 +9,8 @@
 # limits every part to those workshops: the report takes each workshop's rows from the latest
 # file that has it, so re-running one workshop refreshes only its rows. With WORKSHOPS set,
 # PART=parallel runs checks and zoo side by side, then the benchmarks: one workshop's whole
-# GPU evidence in one command (about 6 minutes for attention on an H200, 2.5 for the others):
+# GPU evidence in one command (on an H200 with CHECK_SHARDS=3 BUGZOO_JOBS=6: about 6 minutes
+# for attention and foundations together, 3.5 for the four other GPU workshops together):
 # five evidence files, three logs and the bug zoo's parts folder. The planted bugs'
 # per-workshop parts go to PARTS_DIR and the console logs to
 # LOGS_DIR (both default OUT_DIR), so a machine that returns at most a few files can keep them
@@ -48,7 +49,8 @@ if [[ $part == checks || $part == all ]]; then
   # CHECK_SHARDS=N splits each workshop's check run over N processes with one seed (`checks run
   # --shard i/N`) and merges their files into the one a single process would write: on a GPU
   # with CPU cores to spare, attention's checks (about 320 s in one process) then take a
-  # fraction of the time. CHECKS_DEVICE (default cuda) exists for tests/test_tools.py.
+  # fraction of the time (N=3 on the H200's 16 cores: attention's whole parallel run 373 s
+  # where it took 520-540). CHECKS_DEVICE (default cuda) exists for tests/test_tools.py.
   shards=${CHECK_SHARDS:-1}
   device=${CHECKS_DEVICE:-cuda}
   pids=()
