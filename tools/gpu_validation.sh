@@ -10,7 +10,8 @@
 # file that has it, so re-running one workshop refreshes only its rows. With WORKSHOPS set,
 # PART=parallel runs checks and zoo side by side, then the benchmarks: one workshop's whole
 # GPU evidence in one command (on an H200 with CHECK_SHARDS=3 BUGZOO_JOBS=6: about 6 minutes
-# for attention and foundations together, 3.5 for the four other GPU workshops together):
+# for attention and foundations, 3.5 for softmax backward, fused GEMM, online normalization and
+# split softmax together, 2 for strided softmax):
 # five evidence files, three logs and the bug zoo's parts folder. The planted bugs'
 # per-workshop parts go to PARTS_DIR and the console logs to
 # LOGS_DIR (both default OUT_DIR), so a machine that returns at most a few files can keep them
