@@ -12,8 +12,8 @@ NaN/Inf disagreements, and a hint when one of the check's diagnoses matches the 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from checks.core import CheckFailed
 

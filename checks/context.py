@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from checks import compare
 from checks.core import CheckFailed, Unavailable
@@ -121,7 +122,7 @@ class CheckContext:
         out = call_learner(fn, *args, label=label, **kwargs)
         if self.device == "cuda":
             torch.cuda.synchronize()
-        for i, (t, saved) in enumerate(zip(inputs, before)):
+        for i, (t, saved) in enumerate(zip(inputs, before, strict=True)):
             if not _bitwise_equal(t, saved):
                 raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",
                                   hint="inputs must never be written: allocate a fresh output")
@@ -162,10 +163,12 @@ class CheckContext:
                 if missing:
                     raise CheckFailed(f"{label}: raised {type(exc).__name__}({message!r}), which "
                                       f"does not mention {missing}",
-                                      hint="name the argument, what it got and what it accepts")
+                                      hint="name the argument, what it got and what it accepts"
+                                      ) from exc
                 if log:
                     raise CheckFailed(f"{label}: raised only after launching {log}",
-                                      hint="validate arguments before launching any kernel")
+                                      hint="validate arguments before launching any kernel"
+                                      ) from exc
                 return
             except Exception as exc:  # noqa: BLE001 - learner code may raise anything
                 raise CheckFailed(f"{label}: raised {type(exc).__name__}: {exc}, expected "

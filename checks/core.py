@@ -8,8 +8,9 @@ that discovery (`python -m checks list`) needs nothing but Python.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from checks.catalog import WORKSHOP_IDS
 
