@@ -27,6 +27,16 @@ the run-to-run spread shows next to the difference (the --large run had group_m 
 reads about G panels of A (128 x K) and 132 / G panels of B (K x 256, twice the bytes): the
 fewest bytes at G = sqrt(2 * 132), about 16.
 
+    python3 tools/probe_gemm_tiles.py --stages
+
+the default configuration against the same with 4 pipeline stages (the twentieth session's
+sweep had the 128 x 256 tile with GROUP_M = 16 and 4 stages 1.6% ahead of 3 at 4096^3 bf16,
+inside its spread), and on the odd tail 4095 x 4097 x 4093 also 256 x 128 tiles (16 x 33 = 528
+of them: exactly 4 waves on 132 SMs, where the default 128 x 128 tile makes 8 and 128 x 256
+makes 4.1; the sweep had 256 x 128 with 4 stages 1.17x the default), on the benchmark's large
+shapes, both dtypes, in three separate sets of interleaved rounds so that the run-to-run
+spread shows next to the difference.
+
     python3 tools/probe_gemm_tiles.py --waves
 
 asks whether the last, partly filled wave of tiles costs a whole wave: for N = K = 4096 and
@@ -159,6 +169,38 @@ def group_probe() -> int:
             for round_ in range(3):
                 medians = graph_medians_us(calls.values(), plan)
                 _print_rows(f"{m}x{n}x{k} {str(dtype)[6:]}, {tile} tiles, set {round_ + 1} of 3",
+                            calls, medians, 2 * m * n * k)
+    return 0
+
+
+def stages_probe() -> int:
+    import torch
+
+    from benchmarks import harness
+    from benchmarks.fused_gemm import SKINNY
+    from references import fused_gemm as fg
+
+    plan = harness.PLANS["sweep"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    wide_256 = dict(block_m=256, block_n=128, block_k=64, group_m=8, num_warps=8)
+    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), *SKINNY, (4095, 4097, 4093)]
+    for m, n, k in shapes:
+        for dtype in (torch.float16, torch.bfloat16):
+            a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
+            default = fg.default_config(m, n, k, num_sms=sms)
+            variants = {"default": {}, "num_stages=4": dict(default, num_stages=4)}
+            if (m, n, k) == (4095, 4097, 4093):
+                variants["256x128, 3 stages"] = dict(wide_256, num_stages=3)
+                variants["256x128, 4 stages"] = dict(wide_256, num_stages=4)
+            for label, knobs in variants.items():
+                def ours(knobs=knobs):
+                    return fg.gemm_bias_relu(a, b, bias, **knobs)
+
+                calls[f"{label} rel.err {_rel_err(ours(), expected):.1e}"] = ours
+            tile = f"{default['block_m']}x{default['block_n']}, {default['num_stages']} stages"
+            for round_ in range(3):
+                medians = graph_medians_us(calls.values(), plan)
+                _print_rows(f"{m}x{n}x{k} {str(dtype)[6:]}, default {tile}, set {round_ + 1} of 3",
                             calls, medians, 2 * m * n * k)
     return 0
 
@@ -380,6 +422,8 @@ def main() -> int:
         return waves_probe()
     if "--group" in sys.argv:
         return group_probe()
+    if "--stages" in sys.argv:
+        return stages_probe()
     import torch
 
     from benchmarks import harness
