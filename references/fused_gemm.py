@@ -445,6 +445,14 @@ def _wave_efficiency(M: int, N: int, block_m: int, block_n: int, num_sms: int) -
     return tiles / (waves * num_sms)
 
 
+def _useful_share(M: int, N: int, block_m: int, block_n: int, num_sms: int) -> float:
+    """Share of the SM slots' tile area that holds C: the idle last wave and the tiles'
+    overhang past M and N both count as waste."""
+    tiles = cdiv(M, block_m) * cdiv(N, block_n)
+    waves = cdiv(tiles, num_sms)
+    return M * N / (waves * num_sms * block_m * block_n)
+
+
 def few_tiles(M: int, N: int, num_sms: int) -> bool:
     """Fewer 128 x 128 tiles than SMs (1024^3 makes 64 on 132 SMs): a small problem.
 
@@ -492,9 +500,14 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
     - 128 x 256 x 64 tiles, 8 warps, 3 stages: the highest arithmetic intensity that fits
       (128 accumulator registers per thread, 48 KiB of shared memory per stage), used when the
       tiles fill the SMs' waves evenly;
-    - otherwise 128 x 128 x 64, 4 warps, 4 stages: twice as many tiles, so the last wave is less
-      empty (4095 x 4097 makes 544 tiles of 128 x 256 = 4.1 waves on 132 SMs, but 1056 tiles of
-      128 x 128 = exactly 8 waves);
+    - otherwise 256 x 128 x 64, 8 warps, 4 stages, when its useful share of the SM slots is at
+      least the 128 x 128 tile's (4095 x 4097 makes 544 tiles of 128 x 256 = 4.1 waves on 132
+      SMs, but 528 tiles of 256 x 128 = exactly 4 waves); on the H200 it ran 4095 x 4097 x 4093
+      1.16-1.18x faster than 128 x 128 tiles, both dtypes, in three sets of interleaved rounds
+      (tools/probe_gemm_tiles.py --stages, diagnostics/probe-gemm-stages-*), where 4 stages of
+      the 128 x 256 tile gained nothing over 3 on the large shapes;
+    - otherwise 128 x 128 x 64, 4 warps, 4 stages: twice as many tiles as the large ones, so the
+      last wave is less empty;
     - small M or N (<= 64): 64-row (or 64-column) tiles so a skinny problem still has programs;
     - fewer 128 x 128 tiles than SMs (`few_tiles`, e.g. 1024^3): 64 x 128 x 64, 4 warps,
       4 stages, twice as many programs;
@@ -543,6 +556,12 @@ def default_config(M: int, N: int, K: int, *, num_sms: int = 132, aligned: bool 
     if wide >= 0.9 or wide >= square:
         return dict(block_m=128, block_n=256, block_k=block_k, group_m=16, num_warps=8,
                     num_stages=3)
+    # The tall tile has the wide one's arithmetic intensity with its waves cut along M instead
+    # of N. Against the square tile, count the useful share of every SM slot, overhanging tile
+    # edges included, not only the last wave's (300 rows in 256-row tiles waste 41%).
+    if _useful_share(M, N, 256, 128, num_sms) >= _useful_share(M, N, 128, 128, num_sms):
+        return dict(block_m=256, block_n=128, block_k=block_k, group_m=8, num_warps=8,
+                    num_stages=4)
     return dict(block_m=128, block_n=128, block_k=block_k, group_m=8, num_warps=4, num_stages=4)
 
 
