@@ -1,0 +1,56 @@
+"""Warps of the shared-memory exchange on long transposed rows. A diagnostic.
+
+    python3 tools/probe_strided_warps.py
+
+The twentieth session's sweep (`sweep-graph-strided_softmax-*-20261201zzv`) ran the transposed
+8192 x 8192 float16 view 1.11x faster with num_warps=4 than with the default's 8 (both the
+shared-memory exchange's 512 x 64 slices), and 1.02x at 2048 x 32768. This times, for the
+benchmark's transposed views of 2^26 elements at 4096-32768 positions, float16 and bfloat16,
+the launcher's default against num_warps = 4 and 8 (the rest of its plan unchanged), next to the
+copy of the same bytes, in three separate sets of interleaved graph rounds so that the
+run-to-run spread shows next to the difference. Each output is first compared with torch's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools._timing import graph_medians_us  # noqa: E402
+
+
+def main() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+    for dtype in (torch.float16, torch.bfloat16):
+        for width in (4096, 8192, 16384, 32768):
+            rows = (1 << 26) // width
+            buf = torch.randn(width, rows, device="cuda", dtype=dtype)
+            x = buf.t()  # (rows, width): each row is a column of buf, stride `rows`
+            expected = torch.softmax(x.float(), dim=-1)
+            calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
+            for warps in (4, 8):
+                calls[f"num_warps={warps}"] = lambda w=warps: ss.softmax(x, num_warps=w)
+            for label, warps in (("default", None), ("num_warps=4", 4), ("num_warps=8", 8)):
+                err = (calls[label]().float() - expected).abs().max().item()
+                p = ss.plan(x, -1, num_warps=warps)
+                print(f"{width} {str(dtype)[6:]} {label}: block_r {p.block_r} block_i "
+                      f"{p.block_i} num_warps {p.num_warps} exchange {p.exchange} smem {p.smem} "
+                      f"max|err| {err:.1e}", flush=True)
+            for set_ in range(3):
+                medians = graph_medians_us(calls.values(), plan)
+                print(f"\nrows={rows} width={width} {str(dtype)[6:]} transposed, set {set_ + 1} "
+                      f"of 3 (graph timing, interleaved rounds)", flush=True)
+                for label, us in zip(calls, medians, strict=True):
+                    print(f"   {us:8.1f} us  {medians[0] / us:5.3f} of copy  {label}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
