@@ -134,9 +134,12 @@ _EXCHANGE_MAX_AUTO = 32768
 # _SMEM_FLOAT32 when asked for (smem=True; the register exchange is faster there). H200 probe
 # (graph timing, 128 MiB transposed views, diagnostics/probe-strided-gluon-*): float16 0.60 /
 # 0.59 / 0.55 / 0.51 of copy at 4096 / 8192 / 16384 / 32768 positions, against 0.47 for the
-# split and the register exchange.
+# split and the register exchange. _SMEM_LONG took 8 warps until the twentieth session's sweep
+# and probe (tools/probe_strided_warps.py, diagnostics/probe-strided-warps-*: three sets of
+# interleaved rounds, float16 and bfloat16): with 4 warps the same slices ran 0.58 -> 0.64-0.65
+# of copy at 8192 positions, 0.56-0.57 -> 0.60-0.62 at 16384 and 0.51-0.52 -> 0.53-0.54 at 32768.
 _SMEM_SHORT = (1024, 32, 4)
-_SMEM_LONG = (512, 64, 8)
+_SMEM_LONG = (512, 64, 4)
 _SMEM_FLOAT32 = (512, 32, 4)
 _SMEM_CHUNK = 64  # positions per chunk: each chunk passes through registers on its own
 _SMEM_MAX_BYTES = 65536  # a slice in shared memory: at most 64 KiB, so three fit an SM
