@@ -230,7 +230,7 @@ def smem_h200(strided_h200, monkeypatch):
 
 
 @pytest.mark.parametrize("width,block_r,block_i,warps", [
-    (4096, 1024, 32, 4), (2049, 1024, 32, 4), (8192, 512, 64, 8), (32768, 512, 64, 8)])
+    (4096, 1024, 32, 4), (2049, 1024, 32, 4), (8192, 512, 64, 4), (32768, 512, 64, 4)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_16bit_long_transposed_rows_take_the_smem_exchange(smem_h200, width, block_r, block_i,
                                                            warps, dtype):
