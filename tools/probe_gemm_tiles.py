@@ -113,6 +113,26 @@ def _print_rows(title: str, calls: dict, medians: list[float], flops: int) -> No
               f"{medians[0] / us:5.3f}x mm  {medians[1] / us:5.3f}x same  {label}", flush=True)
 
 
+def _add_variants(calls: dict, a, b, bias, expected, variants: dict) -> None:
+    """Add one call of gemm_bias_relu per {label: knobs}, each checked against `expected` once
+    (its error goes into the label)."""
+    from references import fused_gemm as fg
+
+    for label, knobs in variants.items():
+        def ours(knobs=knobs):
+            return fg.gemm_bias_relu(a, b, bias, **knobs)
+
+        calls[f"{label} rel.err {_rel_err(ours(), expected):.1e}"] = ours
+
+
+def _time_in_sets(calls: dict, title: str, flops: int, plan, sets: int = 3) -> None:
+    """Time every call in `sets` separate sets of interleaved rounds, so that the run-to-run
+    spread shows next to the differences."""
+    for set_ in range(sets):
+        medians = graph_medians_us(calls.values(), plan)
+        _print_rows(f"{title}, set {set_ + 1} of {sets}", calls, medians, flops)
+
+
 def large_probe() -> int:
     import torch
 
@@ -157,19 +177,12 @@ def group_probe() -> int:
         for dtype in (torch.float16, torch.bfloat16):
             a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
             default = fg.default_config(m, n, k, num_sms=sms)
-            for group_m in (8, 16, 12):
-                knobs = dict(default, group_m=group_m)
-                label = f"group_m={group_m}{' (default)' if group_m == default['group_m'] else ''}"
-
-                def ours(knobs=knobs):
-                    return fg.gemm_bias_relu(a, b, bias, **knobs)
-
-                calls[f"{label} rel.err {_rel_err(ours(), expected):.1e}"] = ours
+            _add_variants(calls, a, b, bias, expected, {
+                f"group_m={g}{' (default)' if g == default['group_m'] else ''}":
+                    dict(default, group_m=g) for g in (8, 16, 12)})
             tile = f"{default['block_m']}x{default['block_n']}"
-            for round_ in range(3):
-                medians = graph_medians_us(calls.values(), plan)
-                _print_rows(f"{m}x{n}x{k} {str(dtype)[6:]}, {tile} tiles, set {round_ + 1} of 3",
-                            calls, medians, 2 * m * n * k)
+            _time_in_sets(calls, f"{m}x{n}x{k} {str(dtype)[6:]}, {tile} tiles", 2 * m * n * k,
+                          plan)
     return 0
 
 
@@ -192,16 +205,10 @@ def stages_probe() -> int:
             if (m, n, k) == (4095, 4097, 4093):
                 variants["256x128, 3 stages"] = dict(wide_256, num_stages=3)
                 variants["256x128, 4 stages"] = dict(wide_256, num_stages=4)
-            for label, knobs in variants.items():
-                def ours(knobs=knobs):
-                    return fg.gemm_bias_relu(a, b, bias, **knobs)
-
-                calls[f"{label} rel.err {_rel_err(ours(), expected):.1e}"] = ours
+            _add_variants(calls, a, b, bias, expected, variants)
             tile = f"{default['block_m']}x{default['block_n']}, {default['num_stages']} stages"
-            for round_ in range(3):
-                medians = graph_medians_us(calls.values(), plan)
-                _print_rows(f"{m}x{n}x{k} {str(dtype)[6:]}, default {tile}, set {round_ + 1} of 3",
-                            calls, medians, 2 * m * n * k)
+            _time_in_sets(calls, f"{m}x{n}x{k} {str(dtype)[6:]}, default {tile}", 2 * m * n * k,
+                          plan)
     return 0
 
 
