@@ -9,6 +9,16 @@ benchmark's transposed views of 2^26 elements at 4096-32768 positions, float16 a
 the launcher's default against num_warps = 4 and 8 (the rest of its plan unchanged), next to the
 copy of the same bytes, in three separate sets of interleaved graph rounds so that the
 run-to-run spread shows next to the difference. Each output is first compared with torch's.
+
+    python3 tools/probe_strided_warps.py --slices
+
+instead compares slice shapes of the shared-memory exchange at the rows the transposed goal
+still misses (16384 and 32768 positions; 8192 as a control), all with smem=True and the knobs
+given explicitly: (block_r, block_i, num_warps) = the default (512, 64, 4), 2 warps, and the
+other shapes that fit 64 KiB of 16-bit values with 4 warps (256 x 64, 256 x 128, 512 x 32,
+1024 x 32). The slice shapes were last compared on 2026-11-30 with 8 warps for the long ones
+(diagnostics/probe-strided-gluon-tiles-*), before the chunked wait. Written in the twentieth
+session after its device time was spent: not yet run.
 """
 
 from __future__ import annotations
@@ -20,8 +30,47 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools._timing import graph_medians_us  # noqa: E402
 
+SLICES = {"default (512, 64, 4)": None, "512 x 64, 2 warps": (512, 64, 2),
+          "256 x 64, 4 warps": (256, 64, 4), "256 x 128, 4 warps": (256, 128, 4),
+          "512 x 32, 4 warps": (512, 32, 4), "1024 x 32, 4 warps": (1024, 32, 4)}
+
+
+def slices_probe() -> int:
+    import torch
+
+    from benchmarks import harness
+    from references import strided_softmax as ss
+
+    plan = harness.PLANS["sweep"]
+    for dtype in (torch.float16, torch.bfloat16):
+        for width in (8192, 16384, 32768):
+            rows = (1 << 26) // width
+            buf = torch.randn(width, rows, device="cuda", dtype=dtype)
+            x = buf.t()
+            expected = torch.softmax(x.float(), dim=-1)
+            calls = {"copy": lambda: buf.clone()}
+            for label, knobs in SLICES.items():
+                kw = {} if knobs is None else dict(block_r=knobs[0], block_i=knobs[1],
+                                                    num_warps=knobs[2], smem=True)
+                try:
+                    err = (ss.softmax(x, **kw).float() - expected).abs().max().item()
+                except ValueError as exc:  # a shape the plan refuses (too many slices, ...)
+                    print(f"{width} {str(dtype)[6:]} {label}: {exc}", flush=True)
+                    continue
+                print(f"{width} {str(dtype)[6:]} {label}: max|err| {err:.1e}", flush=True)
+                calls[label] = lambda kw=kw: ss.softmax(x, **kw)
+            for set_ in range(3):
+                medians = graph_medians_us(calls.values(), plan)
+                print(f"\nrows={rows} width={width} {str(dtype)[6:]} transposed, set {set_ + 1} "
+                      f"of 3 (graph timing, interleaved rounds)", flush=True)
+                for label, us in zip(calls, medians, strict=True):
+                    print(f"   {us:8.1f} us  {medians[0] / us:5.3f} of copy  {label}", flush=True)
+    return 0
+
 
 def main() -> int:
+    if "--slices" in sys.argv:
+        return slices_probe()
     import torch
 
     from benchmarks import harness
