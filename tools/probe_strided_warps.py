@@ -30,6 +30,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools._timing import graph_medians_us  # noqa: E402
 
+
+def _transposed_view(width: int, dtype):
+    """The benchmark's transposed view of 2^26 elements: (rows, width), each row a column of a
+    contiguous (width, rows) buffer; the buffer (for the copy) and torch's float32 softmax."""
+    import torch
+
+    rows = (1 << 26) // width
+    buf = torch.randn(width, rows, device="cuda", dtype=dtype)
+    x = buf.t()  # (rows, width): each row is a column of buf, stride `rows`
+    return rows, buf, x, torch.softmax(x.float(), dim=-1)
+
+
+def _time_in_sets(calls: dict, title: str, plan, sets: int = 3) -> None:
+    """Time every call (the first is the copy) in `sets` separate sets of interleaved rounds,
+    so that the run-to-run spread shows next to the differences."""
+    for set_ in range(sets):
+        medians = graph_medians_us(calls.values(), plan)
+        print(f"\n{title}, set {set_ + 1} of {sets} (graph timing, interleaved rounds)",
+              flush=True)
+        for label, us in zip(calls, medians, strict=True):
+            print(f"   {us:8.1f} us  {medians[0] / us:5.3f} of copy  {label}", flush=True)
+
+
 SLICES = {"default (512, 64, 4)": None, "512 x 64, 2 warps": (512, 64, 2),
           "256 x 64, 4 warps": (256, 64, 4), "256 x 128, 4 warps": (256, 128, 4),
           "512 x 32, 4 warps": (512, 32, 4), "1024 x 32, 4 warps": (1024, 32, 4)}
@@ -44,11 +67,8 @@ def slices_probe() -> int:
     plan = harness.PLANS["sweep"]
     for dtype in (torch.float16, torch.bfloat16):
         for width in (8192, 16384, 32768):
-            rows = (1 << 26) // width
-            buf = torch.randn(width, rows, device="cuda", dtype=dtype)
-            x = buf.t()
-            expected = torch.softmax(x.float(), dim=-1)
-            calls = {"copy": lambda: buf.clone()}
+            rows, buf, x, expected = _transposed_view(width, dtype)
+            calls = {"copy": lambda buf=buf: buf.clone()}
             for label, knobs in SLICES.items():
                 kw = {} if knobs is None else dict(block_r=knobs[0], block_i=knobs[1],
                                                     num_warps=knobs[2], smem=True)
@@ -59,12 +79,7 @@ def slices_probe() -> int:
                     continue
                 print(f"{width} {str(dtype)[6:]} {label}: max|err| {err:.1e}", flush=True)
                 calls[label] = lambda kw=kw: ss.softmax(x, **kw)
-            for set_ in range(3):
-                medians = graph_medians_us(calls.values(), plan)
-                print(f"\nrows={rows} width={width} {str(dtype)[6:]} transposed, set {set_ + 1} "
-                      f"of 3 (graph timing, interleaved rounds)", flush=True)
-                for label, us in zip(calls, medians, strict=True):
-                    print(f"   {us:8.1f} us  {medians[0] / us:5.3f} of copy  {label}", flush=True)
+            _time_in_sets(calls, f"rows={rows} width={width} {str(dtype)[6:]} transposed", plan)
     return 0
 
 
@@ -79,10 +94,7 @@ def main() -> int:
     plan = harness.PLANS["sweep"]
     for dtype in (torch.float16, torch.bfloat16):
         for width in (4096, 8192, 16384, 32768):
-            rows = (1 << 26) // width
-            buf = torch.randn(width, rows, device="cuda", dtype=dtype)
-            x = buf.t()  # (rows, width): each row is a column of buf, stride `rows`
-            expected = torch.softmax(x.float(), dim=-1)
+            rows, buf, x, expected = _transposed_view(width, dtype)
             calls = {"copy": lambda: buf.clone(), "default": lambda: ss.softmax(x)}
             for warps in (4, 8):
                 calls[f"num_warps={warps}"] = lambda w=warps: ss.softmax(x, num_warps=w)
@@ -92,12 +104,7 @@ def main() -> int:
                 print(f"{width} {str(dtype)[6:]} {label}: block_r {p.block_r} block_i "
                       f"{p.block_i} num_warps {p.num_warps} exchange {p.exchange} smem {p.smem} "
                       f"max|err| {err:.1e}", flush=True)
-            for set_ in range(3):
-                medians = graph_medians_us(calls.values(), plan)
-                print(f"\nrows={rows} width={width} {str(dtype)[6:]} transposed, set {set_ + 1} "
-                      f"of 3 (graph timing, interleaved rounds)", flush=True)
-                for label, us in zip(calls, medians, strict=True):
-                    print(f"   {us:8.1f} us  {medians[0] / us:5.3f} of copy  {label}", flush=True)
+            _time_in_sets(calls, f"rows={rows} width={width} {str(dtype)[6:]} transposed", plan)
     return 0
 
 
