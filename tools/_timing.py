@@ -70,14 +70,15 @@ def matching(reference, candidates: dict, tolerance: float = 0.05) -> dict:
 
 def time_attention_against_cudnn(title: str, q, k, v, causal: bool, flops: int, variants: dict,
                                  plan, digits: int = 2) -> None:
-    """The attention probes' loop body: each variant (label -> `attention_heads` knobs) whose
-    output matches SDPA-cuDNN's is timed next to SDPA-cuDNN in graph rounds; prints `title`,
-    then one line per call (time, TFLOP/s, ratio to cuDNN)."""
+    """The attention probes' loop body: each variant (label -> `attention_heads` knobs, or a
+    zero-argument call) whose output matches SDPA-cuDNN's is timed next to SDPA-cuDNN in graph
+    rounds; prints `title`, then one line per call (time, TFLOP/s, ratio to cuDNN)."""
     from references import streaming_attention as sa
 
     cudnn = sdpa_cudnn(q, k, v, causal)
     calls = {"sdpa-cudnn": cudnn} | matching(cudnn, {
-        label: (lambda knobs=knobs: sa.attention_heads(q, k, v, causal=causal, **knobs))
+        label: knobs if callable(knobs) else
+        (lambda knobs=knobs: sa.attention_heads(q, k, v, causal=causal, **knobs))
         for label, knobs in variants.items()})
     times = graph_medians_us(list(calls.values()), plan)
     print(title, flush=True)

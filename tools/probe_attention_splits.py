@@ -47,6 +47,17 @@ d = 64 with a causal mask only, on grids of about 2 to 8 programs of 128 rows pe
 the launcher picks the warp-specialized path from 1.5 to 4): the launcher's choice against
 the same register-capped tile at 1 to 8 key splits (the --five run saw it win on 3 heads of
 16384 with 3 and 4 splits).
+
+    python3 tools/probe_attention_splits.py --pointers
+
+The twentieth session's sweep (sweep-graph-fused_gemm-streaming_attention-20261201zzv) ran two
+split one-head grids 11-12% faster with pointer loads than with the default's TMA loads, whose
+descriptors each program builds on the device there (one head of 4096 at d = 128 without a
+mask; one head of 8192 at d = 64, causal). For grids the Triton kernel runs (1-16 heads of
+4096-16384, d = 64 and 128, both masks, bf16), this times the launcher's plan (tile, stages,
+key splits) with: TMA, descriptors built on the device; TMA, descriptors built on the host
+(graph timing hides the host's share of that: see _HOST_DESCRIPTOR_WORK); pointer loads; and
+pointer loads with one more stage. Grids the warp-specialized path takes are skipped.
 """
 
 from __future__ import annotations
@@ -87,6 +98,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--pointers" in argv:
+        return pointers_probe(plan)
     if "--full-waves" in argv:
         return full_waves_probe(plan)
     if "--deep" in argv:
@@ -237,6 +250,64 @@ def five_probe(plan, causal_only: bool = False) -> int:
         time_attention_against_cudnn(f"H={heads} N={n} d={d} causal={causal} "
                                      f"({heads * n // 64} programs of 64 rows unsplit):",
                                      q, k, v, causal, flops, variants, plan, digits=3)
+    return 0
+
+
+def _with_descriptors_on_host(on_host: bool, call):
+    """`call` run with the launcher's DESCRIPTORS_ON_HOST forced (restored afterwards)."""
+    from references import streaming_attention as sa
+
+    def run():
+        saved, sa.DESCRIPTORS_ON_HOST = sa.DESCRIPTORS_ON_HOST, on_host
+        try:
+            return call()
+        finally:
+            sa.DESCRIPTORS_ON_HOST = saved
+
+    return run
+
+
+def pointers_probe(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+    from references._gpu import cdiv
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16")
+    shapes = [(1, 4096), (1, 8192), (1, 16384), (2, 8192), (4, 4096), (16, 4096)]
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes):
+        if sa._warp_specialize_pays(heads, n, d, causal, q):
+            print(f"H={heads} N={n} d={d} causal={causal}: the warp-specialized path; skipped")
+            continue
+        config = sa._config({}, d, q.dtype, causal, n, heads)
+        splits = min(sa.kv_splits_for(heads, n, config["block_m"], causal, q),
+                     cdiv(n, config["block_n"]))
+        stages = config["num_stages"]
+        if (splits > 1 and n // splits >= sa._DEEP_PIPELINE_KEYS and config["block_m"] == 128
+                and d <= 64 and not causal):
+            stages = sa._DEEP_PIPELINE_STAGES
+        knobs = dict(block_m=config["block_m"], block_n=config["block_n"],
+                     num_warps=config["num_warps"], num_stages=stages, kv_splits=splits)
+        if config.get("maxnreg"):
+            knobs["maxnreg"] = config["maxnreg"]
+        tma_call = (lambda q=q, k=k, v=v, causal=causal, knobs=knobs:
+                    sa.attention_heads(q, k, v, causal=causal, tma=True, **knobs))
+        variants = {
+            "launcher default": {},
+            "TMA, descriptors on device": _with_descriptors_on_host(False, tma_call),
+            "TMA, descriptors on host": _with_descriptors_on_host(True, tma_call),
+            "pointers": dict(knobs, tma=False),
+            f"pointers, {stages + 1} stages": dict(knobs, tma=False, num_stages=stages + 1),
+        }
+        if config.get("pointer_tile"):
+            variants["pointers, the launcher's pointer tile"] = dict(tma=False, kv_splits=splits)
+        work = heads * n * n * d // (2 if causal else 1)
+        where = "host" if work >= sa._HOST_DESCRIPTOR_WORK else "device"
+        time_attention_against_cudnn(
+            f"H={heads} N={n} d={d} causal={causal}: {knobs['block_m']}x{knobs['block_n']}/"
+            f"{knobs['num_warps']}w/{stages}s kv_splits={splits}, the launcher builds "
+            f"descriptors on the {where}", q, k, v, causal, flops, variants, plan, digits=3)
     return 0
 
 
