@@ -471,8 +471,8 @@ def forward_values(ctx, impl, case):
 def _strided_cases(device: str) -> list[Case]:
     shapes = [(3, 100), (5, 2000)] if device != "cuda" else [(3, 100), (64, 131072), (4096, 640)]
     layouts = ("transposed", "column_step", "row_slice", "broadcast_rows")
-    return [Case(shape=s, layout=l, dtype=d, chunk=64)
-            for s in shapes for l in layouts for d in DTYPES
+    return [Case(shape=s, layout=layout, dtype=d, chunk=64)
+            for s in shapes for layout in layouts for d in DTYPES
             if not (device != "cuda" and s[1] > 1000 and d != "float32")]
 
 

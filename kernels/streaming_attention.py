@@ -60,8 +60,14 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import _attention_hopper as _hopper
 from ._gpu import capability, cdiv, descriptor_scratch, device_index, next_power_of_2, sm_count
-from ._validate import (check_device, check_int_range, check_power_of_two, check_tensor, interpreting,
-                        type_name)
+from ._validate import (
+    check_device,
+    check_int_range,
+    check_power_of_two,
+    check_tensor,
+    interpreting,
+    type_name,
+)
 
 HEAD_DIMS = (16, 32, 64, 128)
 _LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
@@ -311,6 +317,26 @@ _TMA_BY_DEFAULT = True
 # (A/B runs).
 DESCRIPTORS_ON_HOST: bool | None = None
 _HOST_DESCRIPTOR_WORK = 2**34
+# Below that size, the launcher's own plans load by pointers instead, where measured. A
+# descriptor a program builds (tl.make_tensor_descriptor) costs that program GPU time before its
+# first load, and a problem this small is made of short programs. On the H200 (bf16, graph
+# timing, the launcher's plans for 1-4 heads of 4096-16384, d = 64 and 128, both masks;
+# diagnostics/probe-attention-pointers-*), descriptors built on the device were the slowest
+# way to load at every plan: built on the host, the same tiles took 1-15% less time. Where the
+# launcher built them on the device, pointer loads took 5-12% less time at every 64-row tile at
+# d = 128, and 1-14% less at d = 64 without a mask; at d = 64 with a causal mask they need one
+# more pipeline stage (4; at 3 they lost up to 10%), and then took 2-15% less, except on one
+# head of 16384 (1% more). The 128 x 64 tile at d = 128 (one head of 8192, no mask) took 21%
+# more on pointers: it keeps TMA. d = 16 and 32 and float32 were not measured: TMA there too.
+_POINTER_CAUSAL_D64_STAGES = 4
+
+
+def _pointers_pay(head_dim: int, dtype: torch.dtype, block_m: int) -> bool:
+    """Whether the launcher's plan loads by pointers where it would otherwise build TMA
+    descriptors on the device (see above)."""
+    if dtype == torch.float32 or head_dim not in (64, 128):
+        return False
+    return not (head_dim == 128 and block_m == 128)
 
 
 _FIVE_PER_SM_PROGRAMS = 8192  # 64-row programs at d <= 64 from which five share an SM
@@ -694,6 +720,15 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         if use_tma and tma_problem:
             raise ValueError(f"tma=True: {tma_problem}")
         use_tma = tma_problem is None and (use_tma or _TMA_BY_DEFAULT)
+    host_descriptors = use_tma and (
+        DESCRIPTORS_ON_HOST if DESCRIPTORS_ON_HOST is not None else
+        heads * n_ctx * n_ctx * head_dim // (2 if causal else 1) >= _HOST_DESCRIPTOR_WORK)
+    pointer_stages = None  # the stages _POINTER_CAUSAL_D64_STAGES sets, where it does
+    if (use_tma and not host_descriptors and DESCRIPTORS_ON_HOST is None
+            and config["auto_path"] and _pointers_pay(head_dim, q.dtype, config["block_m"])):
+        use_tma = False  # a small problem: pointer loads beat device-built descriptors
+        if causal and head_dim == 64:
+            pointer_stages = _POINTER_CAUSAL_D64_STAGES
     maxnreg = config.get("maxnreg")
     if not config.get("own_maxnreg") and not use_tma:
         maxnreg = None  # the default's cap fits the TMA kernel; pointer loads would spill
@@ -704,15 +739,13 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         return out
     block_m, block_n = config["block_m"], config["block_n"]
     operands = (q, k, v, out)
-    host_descriptors = use_tma and (
-        DESCRIPTORS_ON_HOST if DESCRIPTORS_ON_HOST is not None else
-        heads * n_ctx * n_ctx * head_dim // (2 if causal else 1) >= _HOST_DESCRIPTOR_WORK)
     if host_descriptors:
         operands = tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), [1, rows, head_dim])
                          for t, rows in zip(operands, (block_m, block_n, block_n, block_m), strict=True))
     elif use_tma:
-        # Smaller problems: each program builds its descriptors (tl.make_tensor_descriptor);
-        # building four on the host costs more time per call than the whole kernel at small N.
+        # Smaller problems that keep TMA (see _pointers_pay): each program builds its
+        # descriptors (tl.make_tensor_descriptor); building four on the host costs more time
+        # per call than the whole kernel at small N.
         # Triton gets their scratch memory from this allocator (a process-wide setting).
         triton.set_allocator(descriptor_scratch)
     row_blocks = cdiv(n_ctx, block_m)
@@ -724,7 +757,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         raise ValueError(f"kv_splits = {splits} over {heads} heads is {heads * splits} programs "
                          f"along the grid's second axis; CUDA allows {_MAX_GRID_Y}. Use fewer "
                          "kv_splits.")
-    num_stages = config["num_stages"]
+    num_stages = pointer_stages or config["num_stages"]
     if (config["auto_path"] and splits > 1 and n_ctx // splits >= _DEEP_PIPELINE_KEYS
             and block_m == 128 and head_dim <= 64 and not causal):
         num_stages = _DEEP_PIPELINE_STAGES  # long split programs: see _DEEP_PIPELINE_KEYS

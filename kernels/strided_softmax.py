@@ -64,8 +64,15 @@ except ImportError:  # an older Triton: no shared-memory exchange (smem=None nev
     gluon = gl = async_copy = None
 
 from ._gpu import capability, cdiv, device_index, sm_count
-from ._validate import (check_device, check_dim, check_int_range, check_power_of_two,
-                        check_tensor, interpreting, type_name)
+from ._validate import (
+    check_device,
+    check_dim,
+    check_int_range,
+    check_power_of_two,
+    check_tensor,
+    interpreting,
+    type_name,
+)
 
 # exp(x) = 2^(x * log2(e)). Every exponential below is a tl.exp2 of a product with LOG2E:
 # Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction ex2 (flushing results
@@ -136,8 +143,11 @@ _EXCHANGE_MAX_AUTO = 32768
 # 0.59 / 0.55 / 0.51 of copy at 4096 / 8192 / 16384 / 32768 positions, against 0.47 for the
 # split and the register exchange. _SMEM_LONG took 8 warps until the twentieth session's sweep
 # and probe (tools/probe_strided_warps.py, diagnostics/probe-strided-warps-*: three sets of
-# interleaved rounds, float16 and bfloat16): with 4 warps the same slices ran 0.58 -> 0.64-0.65
-# of copy at 8192 positions, 0.56-0.57 -> 0.60-0.62 at 16384 and 0.51-0.52 -> 0.53-0.54 at 32768.
+# interleaved rounds, float16 and bfloat16): with 4 warps the same slices ran 0.577-0.586 ->
+# 0.64-0.65 of copy at 8192 positions, 0.56-0.57 -> 0.60-0.62 at 16384 and 0.51-0.52 ->
+# 0.53-0.54 at 32768. With 4 warps the other slice shapes that fit 64 KiB still lost (--slices,
+# diagnostics/probe-strided-slices-*: 6-58% more time at 8192-32768 positions), except
+# 1024 x 32 at 32768 positions, which took 0.2-0.9% less time: inside the sets' spread.
 _SMEM_SHORT = (1024, 32, 4)
 _SMEM_LONG = (512, 64, 4)
 _SMEM_FLOAT32 = (512, 32, 4)

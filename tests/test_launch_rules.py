@@ -114,6 +114,50 @@ def test_attention_pointer_path_takes_its_own_tile_at_d128(monkeypatch):
     assert sa._config({}, 128, torch.bfloat16, False, 4096, 16)["pointer_tile"]["num_warps"] == 8
 
 
+
+@pytest.mark.parametrize("heads,n,d,dtype,causal,knobs,tma,host,stages", [
+    # small problems (descriptors would be built on the device): pointer loads
+    (1, 4096, 64, torch.bfloat16, False, {}, False, False, 3),
+    (1, 4096, 64, torch.float16, True, {}, False, False, 4),  # d = 64 causal: one more stage
+    (1, 4096, 128, torch.bfloat16, True, {}, False, False, 3),
+    # ... but not the 128 x 64 tile at d = 128 (21% slower on pointers), nor what was not measured
+    (1, 8192, 128, torch.bfloat16, False, {}, True, False, 2),
+    (1, 4096, 32, torch.bfloat16, False, {}, True, False, 3),
+    (1, 4096, 64, torch.float32, False, {}, True, False, 2),
+    # large problems build their descriptors on the host, as before
+    (16, 4096, 64, torch.bfloat16, False, {}, True, True, 3),
+    # a caller's knob keeps the caller's path
+    (1, 4096, 64, torch.bfloat16, False, {"tma": True}, True, False, 3),
+    (1, 4096, 64, torch.bfloat16, True, {"num_warps": 4}, True, False, 3),
+])
+def test_attention_small_problems_load_by_pointers(monkeypatch, heads, n, d, dtype, causal,
+                                                    knobs, tma, host, stages):
+    """Where the launcher would build TMA descriptors on the device (a small problem), its own
+    plan loads by pointers instead, with 4 stages at d = 64 under a causal mask (measured:
+    diagnostics/probe-attention-pointers-*); see _pointers_pay."""
+    launches = []
+
+    class Recorder:  # stands in for the kernel: records each launch's keyword arguments
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append(kwargs)
+
+    monkeypatch.setattr(sa, "attention_kernel", Recorder())
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors pass the device check
+    # ... and the launcher decides as on a Hopper GPU where TMA can run
+    monkeypatch.setattr(sa, "interpreting", lambda: False)
+    monkeypatch.setattr(sa, "_tma_problem", lambda q, k, v, interp: None)
+    monkeypatch.setattr(sa, "_warp_specialize_problem", lambda q, tma, interp: "not measured here")
+    monkeypatch.setattr(sa.triton, "set_allocator", lambda allocator: None)
+    q = torch.empty(heads, n, d, dtype=dtype)
+    sa.attention_heads(q, q, q, causal=causal, **knobs)
+    got = launches[0]
+    assert (got["USE_TMA"], got["HOST_DESCRIPTORS"], got["num_stages"]) == (tma, host, stages)
+    monkeypatch.setattr(sa, "DESCRIPTORS_ON_HOST", False)  # an A/B run's switch wins
+    launches.clear()
+    sa.attention_heads(q, q, q, causal=causal, **knobs)
+    assert launches[0]["USE_TMA"] == (tma or not knobs and not host and got["USE_TMA"] is False)
+
+
 def test_attention_default_config_is_launch_knobs_only(monkeypatch):
     """default_config's keys are the launch knobs: a caller may pass them back as they are."""
     launches = []
@@ -301,3 +345,21 @@ def test_packed_narrow_rows_hold_4_kib_per_program():
                                   (torch.float16, 256, 8), (torch.bfloat16, 1024, 2)):
         x = torch.empty((4096, width), dtype=dtype, device="meta")
         assert ss.plan(x).block_i == block_i
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax backward: the loop path's step
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_cols,tiles", [
+    (16384, (1, 16384, 16)),  # the widest one-pass row
+    (32768, (1, 8192, 16)), (65536, (1, 8192, 16)), (131072, (1, 8192, 16)),  # looped
+])
+def test_backward_wide_rows_loop_in_8192_column_steps_over_16_warps(n_cols, tiles):
+    """Rows wider than the one-pass limit loop in 8192-column steps over 16 warps (measured
+    1.04x-1.11x faster than 4096 over 8: diagnostics/probe-backward-warps-*); a caller's knobs
+    still win."""
+    from references import softmax_backward as sb
+
+    assert sb._pick_tiles(64, n_cols, (n_cols, 1), None, None, None) == tiles
+    assert sb._pick_tiles(64, 32768, (32768, 1), None, 4096, None) == (1, 4096, 8)
+    assert sb._pick_tiles(64, 32768, (32768, 1), None, None, 8) == (1, 8192, 8)

@@ -58,6 +58,14 @@ mask; one head of 8192 at d = 64, causal). For grids the Triton kernel runs (1-1
 key splits) with: TMA, descriptors built on the device; TMA, descriptors built on the host
 (graph timing hides the host's share of that: see _HOST_DESCRIPTOR_WORK); pointer loads; and
 pointer loads with one more stage. Grids the warp-specialized path takes are skipped.
+
+    python3 tools/probe_attention_splits.py --pointers-check
+
+The rule that came of it (_pointers_pay: pointer loads where the launcher would build
+descriptors on the device, 4 stages at d = 64 with a causal mask) against the launcher's plan
+before it (the same tile and key splits with TMA, descriptors built on the device), on every
+problem the rule changes among one head of 1024-16384, 2 heads of 8192 and 4 of 4096, d = 64
+and 128, both masks, float16 and bfloat16.
 """
 
 from __future__ import annotations
@@ -98,6 +106,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--pointers-check" in argv:
+        return pointers_check(plan)
     if "--pointers" in argv:
         return pointers_probe(plan)
     if "--full-waves" in argv:
@@ -308,6 +318,38 @@ def pointers_probe(plan) -> int:
             f"H={heads} N={n} d={d} causal={causal}: {knobs['block_m']}x{knobs['block_n']}/"
             f"{knobs['num_warps']}w/{stages}s kv_splits={splits}, the launcher builds "
             f"descriptors on the {where}", q, k, v, causal, flops, variants, plan, digits=3)
+    return 0
+
+
+def pointers_check(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+    from references._gpu import cdiv
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples")
+    shapes = [(1, 1024), (1, 2048), (1, 4096), (1, 8192), (1, 16384), (2, 8192), (4, 4096)]
+    for dtype in (torch.bfloat16, torch.float16):
+        for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dtype=dtype):
+            config = sa._config({}, d, q.dtype, causal, n, heads)
+            work = heads * n * n * d // (2 if causal else 1)
+            if (sa._warp_specialize_pays(heads, n, d, causal, q)
+                    or work >= sa._HOST_DESCRIPTOR_WORK
+                    or not sa._pointers_pay(d, q.dtype, config["block_m"])):
+                continue  # a problem the rule leaves alone
+            splits = min(sa.kv_splits_for(heads, n, config["block_m"], causal, q),
+                         cdiv(n, config["block_n"]))
+            before = dict(block_m=config["block_m"], block_n=config["block_n"],
+                          num_warps=config["num_warps"], num_stages=config["num_stages"],
+                          kv_splits=splits, tma=True)
+            time_attention_against_cudnn(
+                f"{str(dtype)[6:]} H={heads} N={n} d={d} causal={causal}: "
+                f"{before['block_m']}x{before['block_n']}/{before['num_warps']}w "
+                f"kv_splits={splits}", q, k, v, causal, flops,
+                {"launcher default (pointers)": {},
+                 f"before: TMA on the device, {before['num_stages']} stages": before},
+                plan, digits=3)
     return 0
 
 
