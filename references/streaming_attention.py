@@ -347,16 +347,22 @@ _HOST_DESCRIPTOR_WORK = 2**34
 # d = 128, and 1-14% less at d = 64 without a mask; at d = 64 with a causal mask they need one
 # more pipeline stage (4; at 3 they lost up to 10%), and then took 2-15% less, except on one
 # head of 16384 (1% more). The 128 x 64 tile at d = 128 (one head of 8192, no mask) took 21%
-# more on pointers: it keeps TMA. d = 16 and 32 and float32 were not measured: TMA there too.
+# more on pointers: it keeps TMA. The rule was then checked against the plan before it on
+# every problem it changes among 1 head of 1024-16384, 2 of 8192 and 4 of 4096, both 16-bit
+# dtypes (diagnostics/probe-attention-pointers-check-*): 0.79-1.00x the time, 1.005-1.008x on
+# one head of 16384 at d = 64 with a mask, but 1.12-1.14x on one head of 1024 at d = 128 (16
+# programs, one per SM): sequences shorter than 2048 keep TMA at d = 128. d = 16 and 32 and
+# float32 were not measured: TMA there too.
 _POINTER_CAUSAL_D64_STAGES = 4
+_POINTER_D128_MIN_N = 2048
 
 
-def _pointers_pay(head_dim: int, dtype: torch.dtype, block_m: int) -> bool:
+def _pointers_pay(head_dim: int, dtype: torch.dtype, block_m: int, n_ctx: int) -> bool:
     """Whether the launcher's plan loads by pointers where it would otherwise build TMA
     descriptors on the device (see above)."""
     if dtype == torch.float32 or head_dim not in (64, 128):
         return False
-    return not (head_dim == 128 and block_m == 128)
+    return head_dim == 64 or (block_m == 64 and n_ctx >= _POINTER_D128_MIN_N)
 
 
 _FIVE_PER_SM_PROGRAMS = 8192  # 64-row programs at d <= 64 from which five share an SM
@@ -745,7 +751,7 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
         heads * n_ctx * n_ctx * head_dim // (2 if causal else 1) >= _HOST_DESCRIPTOR_WORK)
     pointer_stages = None  # the stages _POINTER_CAUSAL_D64_STAGES sets, where it does
     if (use_tma and not host_descriptors and DESCRIPTORS_ON_HOST is None
-            and config["auto_path"] and _pointers_pay(head_dim, q.dtype, config["block_m"])):
+            and config["auto_path"] and _pointers_pay(head_dim, q.dtype, config["block_m"], n_ctx)):
         use_tma = False  # a small problem: pointer loads beat device-built descriptors
         if causal and head_dim == 64:
             pointer_stages = _POINTER_CAUSAL_D64_STAGES

@@ -336,7 +336,7 @@ def pointers_check(plan) -> int:
             work = heads * n * n * d // (2 if causal else 1)
             if (sa._warp_specialize_pays(heads, n, d, causal, q)
                     or work >= sa._HOST_DESCRIPTOR_WORK
-                    or not sa._pointers_pay(d, q.dtype, config["block_m"])):
+                    or not sa._pointers_pay(d, q.dtype, config["block_m"], n)):
                 continue  # a problem the rule leaves alone
             splits = min(sa.kv_splits_for(heads, n, config["block_m"], causal, q),
                          cdiv(n, config["block_n"]))
