@@ -66,6 +66,13 @@ descriptors on the device, 4 stages at d = 64 with a causal mask) against the la
 before it (the same tile and key splits with TMA, descriptors built on the device), on every
 problem the rule changes among one head of 1024-16384, 2 heads of 8192 and 4 of 4096, d = 64
 and 128, both masks, float16 and bfloat16.
+
+    python3 tools/probe_attention_splits.py --few-heads
+
+d = 64 without a mask, 2 to 8 heads of 4096 and 2 to 3 of 8192 (grids the benchmark does not
+have; --pointers timed 4 heads of 4096 at 0.75x cuDNN): the launcher's choice against 64 x 64
+tiles over 4 warps and 128 x 64 over 8 warps, each at 1, 2 and 4 key splits. The split rule
+counts 2 programs per SM whatever the tile, and 64-row programs may fit 4.
 """
 
 from __future__ import annotations
@@ -106,6 +113,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--few-heads" in argv:
+        return few_heads_probe(plan)
     if "--pointers-check" in argv:
         return pointers_check(plan)
     if "--pointers" in argv:
@@ -318,6 +327,26 @@ def pointers_probe(plan) -> int:
             f"H={heads} N={n} d={d} causal={causal}: {knobs['block_m']}x{knobs['block_n']}/"
             f"{knobs['num_warps']}w/{stages}s kv_splits={splits}, the launcher builds "
             f"descriptors on the {where}", q, k, v, causal, flops, variants, plan, digits=3)
+    return 0
+
+
+def few_heads_probe(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16, d = 64, no mask")
+    shapes = [(2, 4096), (3, 4096), (4, 4096), (6, 4096), (8, 4096), (2, 8192), (3, 8192)]
+    for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dims=(64,)):
+        if causal:
+            continue
+        block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
+        splits = sa.kv_splits_for(heads, n, block_m, causal, q)
+        variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[64] for s in (1, 2, 4)]
+        time_attention_against_cudnn(
+            f"H={heads} N={n} d={d}: launcher {block_m}-row tiles, kv_splits {splits}",
+            q, k, v, causal, flops, {_label(t): t for t in variants}, plan, digits=3)
     return 0
 
 
