@@ -343,7 +343,9 @@ def few_heads_probe(plan) -> int:
             continue
         block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
         splits = sa.kv_splits_for(heads, n, block_m, causal, q)
-        variants = [{}] + [dict(tile, kv_splits=s) for tile in TILES[64] for s in (1, 2, 4)]
+        # pointer loads, as the launcher loads every one of these small problems (_pointers_pay)
+        variants = [{}] + [dict(tile, kv_splits=s, tma=False) for tile in TILES[64]
+                           for s in (1, 2, 4)]
         time_attention_against_cudnn(
             f"H={heads} N={n} d={d}: launcher {block_m}-row tiles, kv_splits {splits}",
             q, k, v, causal, flops, {_label(t): t for t in variants}, plan, digits=3)
