@@ -460,9 +460,15 @@ def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, hea
 # with 2 (diagnostics/probe-attention-wave-splits-*). So a grid without a mask is split until
 # its waves are at least _SPLIT_WAVE_FILL full, which for grids short of programs is the rule
 # above. Causal programs differ in length and even out, so there it is the count alone.
+# The waves above are of 128-row programs, 2 per SM. 64-row programs without a mask are
+# counted like causal ones, 4 per SM: 2 to 8 heads of 4096 at d = 64 (64-row programs, pointer
+# loads; diagnostics/probe-attention-few-heads-*) ran fastest at about 4 per SM where the
+# wave rule stopped at 2: 2 heads 29.9 -> 27.6 us with 4 splits (512 programs) instead of 2,
+# 4 heads 53.3 -> 47.2 us with 2 instead of none (0.77x -> 0.87x cuDNN); 3 and 6 heads lost
+# nothing to the count (39.6 / 39.7 us, the same 4 splits; 70.4 us, the same 2).
 _MAX_KV_SPLITS = 16
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
-_SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (causal: True)
+_SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (counted: True)
 _SPLIT_WAVE_FILL = 0.9  # without a mask: how full a grid's waves must be (see above)
 _SPLIT_MIN_KEYS = 1024  # keys each split walks, at least
 # A split program of 128 rows at d <= 64 without a mask that walks this many keys or more
@@ -477,23 +483,25 @@ _DEEP_PIPELINE_STAGES = 4
 
 def kv_splits_for(heads: int, n_ctx: int, block_m: int, causal: bool, q: torch.Tensor) -> int:
     """The default number of key splits: the fewest (a power of two) that give the grid about
-    _SPLIT_PROGRAMS_PER_SM programs per SM and, without a causal mask, waves of that many
-    programs at least _SPLIT_WAVE_FILL full; 1 for float32 (not measured), off the GPU and for
-    grids that already have them."""
+    _SPLIT_PROGRAMS_PER_SM programs per SM and, for 128-row programs without a causal mask,
+    waves of that many programs at least _SPLIT_WAVE_FILL full; 1 for float32 (not
+    measured), off the GPU and for grids that already have them."""
     if q.device.type != "cuda" or interpreting() or q.dtype == torch.float32:
         return 1
     programs = heads * cdiv(n_ctx, block_m)
-    slots = _SPLIT_PROGRAMS_PER_SM[causal] * sm_count(device_index(q))
+    counted = causal or block_m <= 64  # the count alone decides (see above)
+    slots = _SPLIT_PROGRAMS_PER_SM[counted] * sm_count(device_index(q))
     splits = 1
-    while (not _grid_fills(programs * splits, slots, causal)
+    while (not _grid_fills(programs * splits, slots, counted)
            and n_ctx // (2 * splits) >= _SPLIT_MIN_KEYS and 2 * splits <= _MAX_KV_SPLITS):
         splits *= 2
     return splits
 
 
-def _grid_fills(programs: int, slots: int, causal: bool) -> bool:
-    """Whether a grid of `programs` needs no more splits on a GPU that runs `slots` at once."""
-    if causal:  # programs of different lengths: enough of them (256 count as 2 per SM of 132)
+def _grid_fills(programs: int, slots: int, counted: bool) -> bool:
+    """Whether a grid of `programs` needs no more splits on a GPU that runs `slots` at once;
+    counted: by the count alone (causal programs, 64-row programs), not by waves."""
+    if counted:  # enough programs (causal ones differ in length and even out)
         return programs >= 0.9 * slots
     # Equal programs run in waves of `slots`; below one wave this is the count above too.
     return programs / (cdiv(programs, slots) * slots) >= _SPLIT_WAVE_FILL

@@ -28,6 +28,8 @@ def h200(monkeypatch):
     (1, 4096, False, 64, 4), (1, 8192, False, 128, 4), (1, 16384, False, 128, 2),
     # one head with a mask: about 512 programs (4 per SM), every split >= 1024 keys
     (1, 4096, True, 64, 4), (1, 8192, True, 64, 4), (1, 16384, True, 64, 2),
+    # a few heads in 64-row programs: counted like causal ones, about 4 per SM
+    (2, 4096, False, 64, 4), (4, 4096, False, 64, 2), (6, 4096, False, 64, 2),
     # grids that already have the programs are not split
     (16, 4096, False, 128, 1), (16, 4096, True, 64, 1), (32, 8192, False, 128, 1),
     # very large grids: five 64-row programs per SM (default_config), not split either

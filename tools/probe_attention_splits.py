@@ -73,6 +73,13 @@ d = 64 without a mask, 2 to 8 heads of 4096 and 2 to 3 of 8192 (grids the benchm
 have; --pointers timed 4 heads of 4096 at 0.75x cuDNN): the launcher's choice against 64 x 64
 tiles over 4 warps and 128 x 64 over 8 warps, each at 1, 2 and 4 key splits. The split rule
 counts 2 programs per SM whatever the tile, and 64-row programs may fit 4.
+
+    python3 tools/probe_attention_splits.py --few-heads-check
+
+The rule that came of it (64-row programs without a mask split until there are about 4 per
+SM, by the count alone) against the wave rule before it, on every problem it changes among
+2-7 heads of 4096 and 2-8 of 2048, d = 64 and 128, bf16 and fp16 (grids the
+warp-specialized path takes are skipped).
 """
 
 from __future__ import annotations
@@ -113,6 +120,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--few-heads-check" in argv:
+        return few_heads_check(plan)
     if "--few-heads" in argv:
         return few_heads_probe(plan)
     if "--pointers-check" in argv:
@@ -349,6 +358,35 @@ def few_heads_probe(plan) -> int:
         time_attention_against_cudnn(
             f"H={heads} N={n} d={d}: launcher {block_m}-row tiles, kv_splits {splits}",
             q, k, v, causal, flops, {_label(t): t for t in variants}, plan, digits=3)
+    return 0
+
+
+def few_heads_check(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+    from references._gpu import sm_count
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, no mask")
+    shapes = [(h, 4096) for h in (2, 3, 4, 5, 6, 7)] + [(h, 2048) for h in (2, 4, 8)]
+    for dtype in (torch.bfloat16, torch.float16):
+        for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, dtype=dtype):
+            if causal or sa._warp_specialize_pays(heads, n, d, causal, q):
+                continue
+            block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
+            programs = heads * -(-n // block_m)
+            new = sa.kv_splits_for(heads, n, block_m, causal, q)
+            old = wave_splits(programs, n, 2 * sm_count(0))  # the rule before
+            if new == old:
+                continue
+            # The launcher's own path but for the splits (pointer loads where it takes them).
+            tma = None if not sa._pointers_pay(d, q.dtype, block_m, n) else False
+            time_attention_against_cudnn(
+                f"{str(dtype)[6:]} H={heads} N={n} d={d}: {programs} programs of {block_m} "
+                f"rows", q, k, v, causal, flops,
+                {f"launcher default (kv_splits {new})": {},
+                 f"before (kv_splits {old})": dict(kv_splits=old, tma=tma)}, plan, digits=3)
     return 0
 
 
