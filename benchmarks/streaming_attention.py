@@ -3,7 +3,9 @@
 `attention(q, k, v, causal=...)` for one head, and `attention_heads` (one launch for many heads;
 a loop over `attention` where an implementation lacks it) for a batch of heads, against torch's
 `scaled_dot_product_attention` with each backend pinned (flash, cuDNN, memory-efficient),
-bfloat16 and float16, d = 64 and 128, N = 1024 to 16384, causal and not.
+bfloat16 and float16, d = 64 and 128, N = 1024 to 16384, causal and not; batches of 4, 16 and
+64 heads (a few heads fill the GPU differently from one or many: 4 heads of 4096 is 256 programs
+of 64 rows, about 2 per SM).
 FLOPs = 4 * N^2 * d per head (QK^T and PV, 2 FLOPs per multiply-add), halved when causal.
 """
 
@@ -124,7 +126,8 @@ def _shapes(scale: str):
         for d in (64, 128):
             for causal in (False, True):
                 out += [(1, 1, n, d, causal, dtype) for n in (1024, 2048, 4096, 8192, 16384)]
-                out += [(1, 16, 4096, d, causal, dtype), (4, 16, 8192, d, causal, dtype)]
+                out += [(1, 4, 4096, d, causal, dtype), (1, 16, 4096, d, causal, dtype),
+                        (4, 16, 8192, d, causal, dtype)]
     return out
 
 
