@@ -440,12 +440,16 @@ def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, hea
 # with 2 (diagnostics/probe-attention-wave-splits-*). So a grid without a mask is split until
 # its waves are at least _SPLIT_WAVE_FILL full, which for grids short of programs is the rule
 # above. Causal programs differ in length and even out, so there it is the count alone.
-# The waves above are of 128-row programs, 2 per SM. 64-row programs without a mask are
-# counted like causal ones, 4 per SM: 2 to 8 heads of 4096 at d = 64 (64-row programs, pointer
+# The waves above are of 128-row programs, 2 per SM. 64-row programs at d <= 64 without a
+# mask are counted like causal ones, 4 per SM: 2 to 8 heads of 4096 at d = 64 (64-row programs, pointer
 # loads; diagnostics/probe-attention-few-heads-*) ran fastest at about 4 per SM where the
 # wave rule stopped at 2: 2 heads 29.9 -> 27.6 us with 4 splits (512 programs) instead of 2,
 # 4 heads 53.3 -> 47.2 us with 2 instead of none (0.77x -> 0.87x cuDNN); 3 and 6 heads lost
-# nothing to the count (39.6 / 39.7 us, the same 4 splits; 70.4 us, the same 2).
+# nothing to the count (39.6 / 39.7 us, the same 4 splits; 70.4 us, the same 2). Checked
+# against the wave rule on every grid it changes among 2-7 heads of 4096 and 2-8 of 2048, both
+# 16-bit dtypes (diagnostics/probe-attention-few-heads-check-*): at d = 64 0.86-1.00x the
+# time (4 heads 0.75x -> 0.86x cuDNN, 7 heads 0.89x -> 0.96x), but at d = 128 2 heads of 4096
+# took 1.15-1.16x with 4 splits: d = 128 keeps the waves.
 _MAX_KV_SPLITS = 16
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
 _SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (counted: True)
@@ -463,13 +467,13 @@ _DEEP_PIPELINE_STAGES = 4
 
 def kv_splits_for(heads: int, n_ctx: int, block_m: int, causal: bool, q: torch.Tensor) -> int:
     """The default number of key splits: the fewest (a power of two) that give the grid about
-    _SPLIT_PROGRAMS_PER_SM programs per SM and, for 128-row programs without a causal mask,
-    waves of that many programs at least _SPLIT_WAVE_FILL full; 1 for float32 (not
+    _SPLIT_PROGRAMS_PER_SM programs per SM and, without a causal mask (but for 64-row
+    programs at d <= 64), waves of that many programs at least _SPLIT_WAVE_FILL full; 1 for float32 (not
     measured), off the GPU and for grids that already have them."""
     if q.device.type != "cuda" or interpreting() or q.dtype == torch.float32:
         return 1
     programs = heads * cdiv(n_ctx, block_m)
-    counted = causal or block_m <= 64  # the count alone decides (see above)
+    counted = causal or (block_m <= 64 and q.shape[-1] <= 64)  # the count alone (see above)
     slots = _SPLIT_PROGRAMS_PER_SM[counted] * sm_count(device_index(q))
     splits = 1
     while (not _grid_fills(programs * splits, slots, counted)
@@ -480,7 +484,7 @@ def kv_splits_for(heads: int, n_ctx: int, block_m: int, causal: bool, q: torch.T
 
 def _grid_fills(programs: int, slots: int, counted: bool) -> bool:
     """Whether a grid of `programs` needs no more splits on a GPU that runs `slots` at once;
-    counted: by the count alone (causal programs, 64-row programs), not by waves."""
+    counted: by the count alone (causal programs, 64-row programs at d <= 64), not by waves."""
     if counted:  # enough programs (causal ones differ in length and even out)
         return programs >= 0.9 * slots
     # Equal programs run in waves of `slots`; below one wave this is the count above too.

@@ -17,8 +17,8 @@ def h200(monkeypatch):
     monkeypatch.setattr(sa, "sm_count", lambda index: 132)
     monkeypatch.setattr(sa, "interpreting", lambda: False)
 
-    def q(dtype=torch.bfloat16):
-        return types.SimpleNamespace(device=torch.device("cuda", 0), dtype=dtype)
+    def q(dtype=torch.bfloat16, d=64):
+        return types.SimpleNamespace(device=torch.device("cuda", 0), dtype=dtype, shape=(1, 1, d))
 
     return q
 
@@ -44,6 +44,13 @@ def test_attention_splits_follow_the_measured_rule(h200, heads, n, causal, block
     config = sa.default_config(64, torch.bfloat16, causal=causal, heads=heads, n_ctx=n)
     assert config["block_m"] == block_m
     assert sa.kv_splits_for(heads, n, config["block_m"], causal, h200()) == splits
+
+
+def test_attention_d128_few_heads_keep_the_wave_rule(h200):
+    """The count of 4 per SM is for 64-row programs at d <= 64: at d = 128, 2 heads of 4096
+    took 1.15x the time with 4 splits instead of 2 (diagnostics/probe-attention-few-heads-*)."""
+    assert sa.kv_splits_for(2, 4096, 64, False, h200(d=128)) == 2
+    assert sa.kv_splits_for(2, 4096, 64, False, h200(d=64)) == 4
 
 
 def test_attention_very_large_grids_take_five_programs_per_sm():
