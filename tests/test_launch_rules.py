@@ -23,6 +23,21 @@ def h200(monkeypatch):
     return q
 
 
+@pytest.fixture
+def attention_launches(monkeypatch):
+    """The keyword arguments (and grid) of every attention_kernel launch, in order: a recorder
+    stands in for the kernel, and CPU tensors pass the device check (TRITON_INTERPRET=1)."""
+    launches = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append(dict(kwargs, grid=grid))
+
+    monkeypatch.setattr(sa, "attention_kernel", Recorder())
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    return launches
+
+
 @pytest.mark.parametrize("heads,n,causal,block_m,splits", [
     # one head without a mask: about 256 programs (2 per SM)
     (1, 4096, False, 64, 4), (1, 8192, False, 128, 4), (1, 16384, False, 128, 2),
@@ -69,18 +84,11 @@ def test_attention_very_large_grids_take_five_programs_per_sm():
     assert sa._config({"maxnreg": 128}, 64, torch.bfloat16, False, 8192, 64)["maxnreg"] == 128
 
 
-def test_attention_register_cap_never_reaches_the_pointer_kernel(monkeypatch):
+def test_attention_register_cap_never_reaches_the_pointer_kernel(attention_launches):
     """The default's 96-register cap fits the TMA kernel; under it the pointer kernel spills
     (712 bytes per thread at d = 64), so _launch keeps the cap only where TMA runs or the
     caller asked for it."""
-    launches = []
-
-    class Recorder:  # stands in for the kernel: records each launch's keyword arguments
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: launches.append(kwargs)
-
-    monkeypatch.setattr(sa, "attention_kernel", Recorder())
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors pass the device check
+    launches = attention_launches
     q = torch.empty(64, 8192, 64, dtype=torch.bfloat16)  # 8192 programs of 64 rows: capped
     for knobs, cap in (({}, None), ({"tma": False}, None), ({"maxnreg": 96}, 96)):
         launches.clear()
@@ -88,19 +96,12 @@ def test_attention_register_cap_never_reaches_the_pointer_kernel(monkeypatch):
         assert launches[0].get("maxnreg") == cap, knobs
 
 
-def test_attention_pointer_path_takes_its_own_tile_at_d128(monkeypatch):
+def test_attention_pointer_path_takes_its_own_tile_at_d128(attention_launches):
     """Large non-causal problems at d = 128 run 128 x 64 tiles over 4 warps with TMA; where TMA
     does not run, that tile spills 920 bytes per thread, and 128 x 128 over 8 warps, 3 stages
     measured 1.12x-1.18x faster (diagnostics/probe-attention-tiles-pointers-*). The swap is the
     default's: a caller's own tile shape is kept as given."""
-    launches = []
-
-    class Recorder:  # stands in for the kernel: records each launch's grid and keywords
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: launches.append(dict(kwargs, grid=grid))
-
-    monkeypatch.setattr(sa, "attention_kernel", Recorder())
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors pass the device check (no TMA)
+    launches = attention_launches
     q = torch.empty(16, 4096, 128, dtype=torch.bfloat16)  # 1024 programs of 64 rows
     for knobs, tile in (({}, (128, 128, 8, 3)), ({"tma": False}, (128, 128, 8, 3)),
                         ({"num_warps": 4}, (128, 64, 4, 2)),
@@ -143,20 +144,13 @@ def test_attention_pointer_path_takes_its_own_tile_at_d128(monkeypatch):
     (1, 4096, 64, torch.bfloat16, False, {"tma": True}, True, False, 3),
     (1, 4096, 64, torch.bfloat16, True, {"num_warps": 4}, True, False, 3),
 ])
-def test_attention_small_problems_load_by_pointers(monkeypatch, heads, n, d, dtype, causal,
-                                                    knobs, tma, host, stages):
+def test_attention_small_problems_load_by_pointers(monkeypatch, attention_launches, heads, n, d,
+                                                    dtype, causal, knobs, tma, host, stages):
     """Where the launcher would build TMA descriptors on the device (a small problem), its own
     plan loads by pointers instead, with 4 stages at d = 64 under a causal mask (measured:
     diagnostics/probe-attention-pointers-*); see _pointers_pay."""
-    launches = []
-
-    class Recorder:  # stands in for the kernel: records each launch's keyword arguments
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: launches.append(kwargs)
-
-    monkeypatch.setattr(sa, "attention_kernel", Recorder())
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors pass the device check
-    # ... and the launcher decides as on a Hopper GPU where TMA can run
+    launches = attention_launches
+    # The launcher decides as on a Hopper GPU where TMA can run.
     monkeypatch.setattr(sa, "interpreting", lambda: False)
     monkeypatch.setattr(sa, "_tma_problem", lambda q, k, v, interp: None)
     monkeypatch.setattr(sa, "_warp_specialize_problem", lambda q, tma, interp: "not measured here")
@@ -165,22 +159,15 @@ def test_attention_small_problems_load_by_pointers(monkeypatch, heads, n, d, dty
     sa.attention_heads(q, q, q, causal=causal, **knobs)
     got = launches[0]
     assert (got["USE_TMA"], got["HOST_DESCRIPTORS"], got["num_stages"]) == (tma, host, stages)
-    monkeypatch.setattr(sa, "DESCRIPTORS_ON_HOST", False)  # an A/B run's switch wins
-    launches.clear()
+    monkeypatch.setattr(sa, "DESCRIPTORS_ON_HOST", False)  # an A/B run's switch wins:
+    launches.clear()  # TMA with descriptors built on the device, at every size
     sa.attention_heads(q, q, q, causal=causal, **knobs)
-    assert launches[0]["USE_TMA"] == (tma or not knobs and not host and got["USE_TMA"] is False)
+    assert (launches[0]["USE_TMA"], launches[0]["HOST_DESCRIPTORS"]) == (True, False)
 
 
-def test_attention_default_config_is_launch_knobs_only(monkeypatch):
+@pytest.mark.usefixtures("attention_launches")  # a recorder in place of the kernel
+def test_attention_default_config_is_launch_knobs_only():
     """default_config's keys are the launch knobs: a caller may pass them back as they are."""
-    launches = []
-
-    class Recorder:
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: launches.append(kwargs)
-
-    monkeypatch.setattr(sa, "attention_kernel", Recorder())
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
     for d, heads, n in ((128, 16, 4096), (64, 64, 8192), (64, 1, 1024)):
         config = sa.default_config(d, torch.bfloat16, heads=heads, n_ctx=n)
         assert set(config) <= set(sa._KNOBS), config
