@@ -80,6 +80,14 @@ The rule that came of it (64-row programs without a mask split until there are a
 SM, by the count alone) against the wave rule before it, on every problem it changes among
 2-7 heads of 4096 and 2-8 of 2048, d = 64 and 128, bf16 and fp16 (grids the
 warp-specialized path takes are skipped).
+
+    python3 tools/probe_attention_splits.py --few-heads-tiles
+
+After that rule, 4 heads of 4096 at d = 64 without a mask were the benchmark's worst case
+(0.86x cuDNN). For them and two neighbours (2 heads of 8192, 8 of 2048), the launcher's
+choice against other tiles and stage counts on pointer loads, TMA with descriptors built on
+the host (graph timing does not see the host's share), the very-large-grid tile (five per SM,
+TMA only), and 3 key splits.
 """
 
 from __future__ import annotations
@@ -120,6 +128,8 @@ def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     if "--stages" in argv:
         return stages_probe(plan)
+    if "--few-heads-tiles" in argv:
+        return few_heads_tiles(plan)
     if "--few-heads-check" in argv:
         return few_heads_check(plan)
     if "--few-heads" in argv:
@@ -387,6 +397,43 @@ def few_heads_check(plan) -> int:
                 f"rows", q, k, v, causal, flops,
                 {f"launcher default (kv_splits {new})": {},
                  f"before (kv_splits {old})": dict(kv_splits=old, tma=tma)}, plan, digits=3)
+    return 0
+
+
+def few_heads_tiles(plan) -> int:
+    import torch
+
+    from references import streaming_attention as sa
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, bf16, d = 64, no mask")
+    five = dict(block_m=64, block_n=64, num_warps=4, num_stages=2,
+                maxnreg=sa._FIVE_PER_SM_REGISTERS, tma=True)
+    for heads, n, d, causal, q, k, v, flops in attention_problems(
+            [(4, 4096), (2, 8192), (8, 2048)], dims=(64,)):
+        if causal:
+            continue
+        block_m = sa._config({}, d, q.dtype, causal, n, heads)["block_m"]
+        splits = sa.kv_splits_for(heads, n, block_m, causal, q)
+        tile = dict(block_m=64, block_n=64, num_warps=4, num_stages=3, kv_splits=splits)
+
+        def on_host(knobs):
+            return _with_descriptors_on_host(True, lambda knobs=knobs: sa.attention_heads(
+                q, k, v, causal=causal, **knobs))
+
+        variants = {
+            f"launcher default ({block_m} rows, kv_splits {splits})": {},
+            "64x64/4w/4s pointers": dict(tile, num_stages=4, tma=False),
+            "64x32/4w/3s pointers": dict(tile, block_n=32, tma=False),
+            "128x64/8w/4s pointers": dict(tile, block_m=128, num_warps=8, num_stages=4,
+                                          tma=False),
+            "64x64/4w/3s pointers kv_splits=3": dict(tile, kv_splits=3, tma=False),
+            "64x64/4w/3s TMA on host": on_host(dict(tile, tma=True)),
+            "five per SM, TMA on host": on_host(dict(five, kv_splits=splits)),
+            "five per SM, TMA on host, 2x splits": on_host(dict(five, kv_splits=2 * splits)),
+        }
+        time_attention_against_cudnn(f"H={heads} N={n} d={d}", q, k, v, causal, flops,
+                                     variants, plan, digits=3)
     return 0
 
 
