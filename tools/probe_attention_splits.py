@@ -51,7 +51,7 @@ the same register-capped tile at 1 to 8 key splits (the --five run saw it win on
     python3 tools/probe_attention_splits.py --pointers
 
 The twentieth session's sweep (sweep-graph-fused_gemm-streaming_attention-20261201zzv) ran two
-split one-head grids 11-12% faster with pointer loads than with the default's TMA loads, whose
+split one-head grids 1.12x-1.13x faster with pointer loads than with the default's TMA loads, whose
 descriptors each program builds on the device there (one head of 4096 at d = 128 without a
 mask; one head of 8192 at d = 64, causal). For grids the Triton kernel runs (1-16 heads of
 4096-16384, d = 64 and 128, both masks, bf16), this times the launcher's plan (tile, stages,
