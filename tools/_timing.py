@@ -21,6 +21,21 @@ def graph_medians_us(fns, plan) -> list[float]:
             t.close()
 
 
+
+def time_against_copy_in_sets(calls: dict, title: str, plan, bytes_ratio: float = 1.0,
+                              sets: int = 3) -> None:
+    """Time every call (the first is a copy) in `sets` separate sets of interleaved graph
+    rounds, so that the run-to-run spread shows next to the differences; each line gives the
+    call's bandwidth as a share of the copy's. bytes_ratio: the bytes each call moves over the
+    copy's (1.5 for softmax backward: three tensors against the copy's two)."""
+    for set_ in range(sets):
+        medians = graph_medians_us(calls.values(), plan)
+        print(f"\n{title}, set {set_ + 1} of {sets} (graph timing, interleaved rounds)",
+              flush=True)
+        for i, (label, us) in enumerate(zip(calls, medians, strict=True)):
+            share = 1.0 if i == 0 else bytes_ratio * medians[0] / us
+            print(f"   {us:8.1f} us  {share:5.3f} of copy  {label}", flush=True)
+
 def sdpa_cudnn(q, k, v, causal: bool):
     """A zero-argument call of torch's SDPA pinned to the cuDNN backend on (H, N, d) q, k, v:
     the attention probes' yardstick (the benchmark's own provider is in benchmarks/)."""

@@ -125,29 +125,16 @@ def main(argv: list[str]) -> int:
               "split path's correctness is the check forward.kv_splits, which runs anywhere)")
         return 2
     plan = harness.PLANS["sweep"]
+    modes = {"--stages": stages_probe, "--few-heads-tiles": few_heads_tiles,
+             "--few-heads-check": few_heads_check, "--few-heads": few_heads_probe,
+             "--pointers-check": pointers_check, "--pointers": pointers_probe,
+             "--full-waves": full_waves_probe, "--deep": deep_probe, "--waves": waves_probe,
+             "--five-causal": lambda plan: five_probe(plan, causal_only=True),
+             "--five": five_probe}
+    for flag, probe in modes.items():
+        if flag in argv:
+            return probe(plan)
     quick = "--quick" in argv
-    if "--stages" in argv:
-        return stages_probe(plan)
-    if "--few-heads-tiles" in argv:
-        return few_heads_tiles(plan)
-    if "--few-heads-check" in argv:
-        return few_heads_check(plan)
-    if "--few-heads" in argv:
-        return few_heads_probe(plan)
-    if "--pointers-check" in argv:
-        return pointers_check(plan)
-    if "--pointers" in argv:
-        return pointers_probe(plan)
-    if "--full-waves" in argv:
-        return full_waves_probe(plan)
-    if "--deep" in argv:
-        return deep_probe(plan)
-    if "--waves" in argv:
-        return waves_probe(plan)
-    if "--five-causal" in argv:
-        return five_probe(plan, causal_only=True)
-    if "--five" in argv:
-        return five_probe(plan)
     shapes = [(1, 4096), (1, 8192), (1, 16384), (16, 4096)]
     if quick:
         shapes = [(1, 4096), (1, 16384)]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import graph_medians_us  # noqa: E402
+from tools._timing import time_against_copy_in_sets  # noqa: E402
 
 VARIANTS = {"default": {}, "4 warps": dict(num_warps=4), "8 warps": dict(num_warps=8),
             "16 warps": dict(num_warps=16), "16 warps, 8192 columns": dict(num_warps=16,
@@ -51,14 +51,8 @@ def main() -> int:
                 print(f"{width} {str(dtype)[6:]} {label}: BLOCK_M {bm} BLOCK_N {bn} "
                       f"num_warps {warps} max|diff| vs torch {err:.1e}", flush=True)
                 calls[label] = lambda knobs=knobs: sb.softmax_backward(y, dy, -1, **knobs)
-            for set_ in range(3):
-                medians = graph_medians_us(calls.values(), plan)
-                print(f"\nrows={rows} width={width} {str(dtype)[6:]}, set {set_ + 1} of 3 "
-                      f"(graph timing, interleaved rounds)", flush=True)
-                for i, (label, us) in enumerate(zip(calls, medians, strict=True)):
-                    share = 1.0 if i == 0 else 1.5 * medians[0] / us  # 3 tensors against 2
-                    print(f"   {us:8.1f} us  {share:5.3f} of copy bandwidth  {label}",
-                          flush=True)
+            time_against_copy_in_sets(calls, f"rows={rows} width={width} {str(dtype)[6:]}",
+                                      plan, bytes_ratio=1.5)  # 3 tensors against the copy's 2
     return 0
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import graph_medians_us  # noqa: E402
+from tools._timing import time_against_copy_in_sets  # noqa: E402
 
 
 def _transposed_view(width: int, dtype):
@@ -40,17 +40,6 @@ def _transposed_view(width: int, dtype):
     buf = torch.randn(width, rows, device="cuda", dtype=dtype)
     x = buf.t()  # (rows, width): each row is a column of buf, stride `rows`
     return rows, buf, x, torch.softmax(x.float(), dim=-1)
-
-
-def _time_in_sets(calls: dict, title: str, plan, sets: int = 3) -> None:
-    """Time every call (the first is the copy) in `sets` separate sets of interleaved rounds,
-    so that the run-to-run spread shows next to the differences."""
-    for set_ in range(sets):
-        medians = graph_medians_us(calls.values(), plan)
-        print(f"\n{title}, set {set_ + 1} of {sets} (graph timing, interleaved rounds)",
-              flush=True)
-        for label, us in zip(calls, medians, strict=True):
-            print(f"   {us:8.1f} us  {medians[0] / us:5.3f} of copy  {label}", flush=True)
 
 
 SLICES = {"default (512, 64, 4)": None, "512 x 64, 2 warps": (512, 64, 2),
@@ -79,7 +68,7 @@ def slices_probe() -> int:
                     continue
                 print(f"{width} {str(dtype)[6:]} {label}: max|err| {err:.1e}", flush=True)
                 calls[label] = lambda kw=kw: ss.softmax(x, **kw)
-            _time_in_sets(calls, f"rows={rows} width={width} {str(dtype)[6:]} transposed", plan)
+            time_against_copy_in_sets(calls, f"rows={rows} width={width} {str(dtype)[6:]} transposed", plan)
     return 0
 
 
@@ -104,7 +93,7 @@ def main() -> int:
                 print(f"{width} {str(dtype)[6:]} {label}: block_r {p.block_r} block_i "
                       f"{p.block_i} num_warps {p.num_warps} exchange {p.exchange} smem {p.smem} "
                       f"max|err| {err:.1e}", flush=True)
-            _time_in_sets(calls, f"rows={rows} width={width} {str(dtype)[6:]} transposed", plan)
+            time_against_copy_in_sets(calls, f"rows={rows} width={width} {str(dtype)[6:]} transposed", plan)
     return 0
 
 
