@@ -76,5 +76,61 @@ def main() -> int:
     return 0
 
 
+# --in-kernel: the merge moved into the attention kernel, against the two kernels.
+IN_KERNEL_SHAPES = [(1, 4096), (1, 8192), (1, 16384), (2, 4096), (4, 4096), (2, 8192),
+                    (3, 16384)]
+
+
+def split_problems(dtypes):
+    """The attention_problems (both head dims, both masks) whose default launch splits keys on
+    the Triton kernel (not the Hopper path), with that split count."""
+    from references import streaming_attention as sa
+    from tools._timing import attention_problems
+
+    for dtype in dtypes:
+        for heads, n, d, causal, q, k, v, flops in attention_problems(IN_KERNEL_SHAPES,
+                                                                      dtype=dtype):
+            if sa._warp_specialize_pays(heads, n, d, causal, q):
+                continue
+            config = sa._config({}, d, q.dtype, causal, n, heads)
+            splits = sa.kv_splits_for(heads, n, config["block_m"], causal, q)
+            if splits > 1:
+                yield heads, n, d, causal, q, k, v, flops, splits
+
+
+def in_kernel(sets: int = 2) -> int:
+    """Each split problem, bf16 and fp16: the launcher's plan with the merge in the attention
+    kernel (the last split of a row block to finish merges) and with the second kernel, next to
+    SDPA-cuDNN, in `sets` separate sets of graph rounds."""
+    import torch
+
+    from benchmarks import harness
+    from references import streaming_attention as sa
+    from tools._timing import time_attention_against_cudnn
+
+    def merged(in_kernel_, q, k, v, causal):
+        def run():
+            # A module switch read at launch: a graph captures the variant it launched.
+            sa._MERGE_IN_KERNEL = in_kernel_
+            try:
+                return sa.attention_heads(q, k, v, causal=causal)
+            finally:
+                sa._MERGE_IN_KERNEL = True
+        return run
+
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}; graph timing, "
+          f"{harness.PLANS['sweep'].samples} samples, {sets} sets per problem")
+    for heads, n, d, causal, q, k, v, flops, splits in split_problems(
+            (torch.bfloat16, torch.float16)):
+        for set_ in range(sets):
+            time_attention_against_cudnn(
+                f"H={heads} N={n} d={d} causal={causal} {str(q.dtype)[6:]} kv_splits {splits}, "
+                f"set {set_ + 1}", q, k, v, causal, flops,
+                {"merge in the kernel": merged(True, q, k, v, causal),
+                 "merge in a second kernel": merged(False, q, k, v, causal)},
+                harness.PLANS["sweep"], digits=3)
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(in_kernel() if sys.argv[1:] == ["--in-kernel"] else main())
