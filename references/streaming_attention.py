@@ -148,7 +148,6 @@ def _attend_key_blocks(acc, l_i, m_i, q, k_src, v_src, head, lo, hi, offs_m, n_c
 def attention_kernel(
     q_ptr, k_ptr, v_ptr, out_ptr,  # pointers
     acc_part_ptr, m_part_ptr, l_part_ptr,  # KV_SPLITS > 1: each split's state (else unused)
-    counters_ptr,  # KV_SPLITS > 1 with MERGE_IN_KERNEL: two zeroed int32 per row block
     n_ctx,  # N: rows of q, k, v and out in every head
     qk_scale,  # scale * log2(e): scores in log2 units, so exp2 replaces exp
     stride_qh, stride_qm, stride_qd,  # q strides: head, row, feature
@@ -168,8 +167,6 @@ def attention_kernel(
     KV_SPLITS: tl.constexpr,  # programs per row block, each on its share of the keys (1: the
                               # lesson's kernel; more when one row block per program leaves
                               # SMs idle)
-    MERGE_IN_KERNEL: tl.constexpr = False,  # the last split to finish merges (else a second
-                                            # kernel, combine_splits_kernel, does)
 ):
     # Axis 1 runs over (head, split) pairs. With KV_SPLITS = 1 (the lesson's kernel) the
     # split is always 0 and this is just the head.
@@ -184,7 +181,7 @@ def attention_kernel(
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) this program's rows
 
     if USE_TMA and HOST_DESCRIPTORS:
-        q_src, k_src, v_src, o_dst = q_ptr, k_ptr, v_ptr, out_ptr
+        q_src, k_src, v_src, o_desc = q_ptr, k_ptr, v_ptr, out_ptr
     elif USE_TMA:
         # Hopper's tensor memory accelerator copies whole (1, rows, d) tiles between global and
         # shared memory; a descriptor tells it the tensor's shape and strides. Each program
@@ -200,12 +197,11 @@ def attention_kernel(
         v_src = tl.make_tensor_descriptor(v_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
                                           strides=[stride_vh, stride_vn, 1],
                                           block_shape=[1, BLOCK_N, HEAD_DIM])
-        o_dst = tl.make_tensor_descriptor(out_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
-                                          strides=[stride_oh, stride_om, 1],
-                                          block_shape=[1, BLOCK_M, HEAD_DIM])
+        o_desc = tl.make_tensor_descriptor(out_ptr, shape=[n_heads, n_ctx, HEAD_DIM],
+                                           strides=[stride_oh, stride_om, 1],
+                                           block_shape=[1, BLOCK_M, HEAD_DIM])
     else:
         # int64 before the stride multiply: heads * stride can pass 2^31 elements.
-        o_dst = out_ptr  # (offset per head at the store)
         q_src = q_ptr + head.to(tl.int64) * stride_qh
         k_src = k_ptr + head.to(tl.int64) * stride_kh
         v_src = v_ptr + head.to(tl.int64) * stride_vh
@@ -257,34 +253,7 @@ def attention_kernel(
         stride_kn, stride_kd, stride_vn, stride_vd,
         BLOCK_N, HEAD_DIM, True, IS_CAUSAL, USE_TMA, UPCAST_DOT, DOT_PRECISION)
 
-    if KV_SPLITS > 1 and MERGE_IN_KERNEL:
-        # The row block's splits meet here. Each counts itself in as it finishes; all but the
-        # last hand their unnormalised fp32 state (acc, l, m) on through the workspace, and the
-        # last merges theirs into its own, still in registers, and writes the output.
-        n_pad = tl.num_programs(0) * BLOCK_M  # workspace rows per split (tail rows included)
-        block = head * tl.num_programs(0) + start_m
-        arrived = tl.atomic_add(counters_ptr + 2 * block, 1, sem="relaxed")
-        if arrived < KV_SPLITS - 1:
-            rows = tl.program_id(1).to(tl.int64) * n_pad + offs_m
-            cols = tl.arange(0, HEAD_DIM)
-            tl.store(acc_part_ptr + rows[:, None] * HEAD_DIM + cols[None, :], acc)
-            tl.store(m_part_ptr + rows, m_i)
-            tl.store(l_part_ptr + rows, l_i)
-            # Every thread's stores are done before the count says so (the barrier), and the
-            # release makes them visible to the last split, which reads the count with acquire.
-            tl.debug_barrier()
-            tl.atomic_add(counters_ptr + 2 * block + 1, 1, sem="release")
-        else:
-            # The others have all finished their keys, so they are running and about to
-            # publish: waiting for them cannot deadlock.
-            while tl.atomic_add(counters_ptr + 2 * block + 1, 0, sem="acquire") < KV_SPLITS - 1:
-                pass
-            acc, l_i = _merge_other_splits(acc, l_i, m_i, acc_part_ptr, m_part_ptr, l_part_ptr,
-                                           head.to(tl.int64) * KV_SPLITS * n_pad, n_pad, split,
-                                           offs_m, HEAD_DIM, KV_SPLITS)
-            _store_rows(acc / l_i[:, None], o_dst, head, start_m, offs_m, n_ctx,
-                        stride_oh, stride_om, stride_od, HEAD_DIM, BLOCK_M, USE_TMA)
-    elif KV_SPLITS > 1:
+    if KV_SPLITS > 1:
         # Not the whole row yet: hand the unnormalised state (acc, l, m) of this split to
         # combine_splits_kernel, in fp32. The workspace has a row for every program row (tail
         # rows included), so no mask is needed.
@@ -298,54 +267,16 @@ def attention_kernel(
         # denominator, once per row, after the last key block.
         out = acc / l_i[:, None]  # (BLOCK_M, HEAD_DIM)
         # END EXERCISE
-        _store_rows(out, o_dst, head, start_m, offs_m, n_ctx, stride_oh, stride_om, stride_od,
-                    HEAD_DIM, BLOCK_M, USE_TMA)
-
-
-@triton.jit
-def _merge_other_splits(acc, l_i, m_i, acc_part_ptr, m_part_ptr, l_part_ptr, first, n_pad,
-                        split, offs_m, HEAD_DIM: tl.constexpr, KV_SPLITS: tl.constexpr):
-    """Merge the other splits' states of these rows (from the workspace) into this split's
-    (acc, l_i, m_i): with M the largest of the maxima, numerator sum_s exp2(m_s - M) * acc_s,
-    denominator sum_s exp2(m_s - M) * l_s. Returns the merged (acc, l). first: row 0 of split
-    0 of this head in the workspace. An empty split has m = -inf and weighs 0; the last split
-    always holds a key, so M is finite."""
-    cols = tl.arange(0, HEAD_DIM)
-    m_max = m_i
-    for s in range(KV_SPLITS):  # this split's own row is never written: it reads as -inf
-        rows = first + s * n_pad + offs_m
-        m_max = tl.maximum(m_max, tl.load(m_part_ptr + rows, mask=s != split,
-                                          other=-float("inf"), cache_modifier=".cg"))
-    weight = tl.math.exp2(m_i - m_max)
-    acc = acc * weight[:, None]
-    l_i = l_i * weight
-    for s in range(KV_SPLITS):
-        rows = first + s * n_pad + offs_m
-        other = s != split
-        # ".cg": from L2, where the other programs' stores are.
-        weight = tl.math.exp2(tl.load(m_part_ptr + rows, mask=other, other=-float("inf"),
-                                      cache_modifier=".cg") - m_max)
-        l_i += weight * tl.load(l_part_ptr + rows, mask=other, other=0.0, cache_modifier=".cg")
-        acc += weight[:, None] * tl.load(acc_part_ptr + rows[:, None] * HEAD_DIM + cols[None, :],
-                                         mask=other, other=0.0, cache_modifier=".cg")
-    return acc, l_i
-
-
-@triton.jit
-def _store_rows(out, out_ptr, head, start_m, offs_m, n_ctx, stride_oh, stride_om, stride_od,
-                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, USE_TMA: tl.constexpr):
-    """Write this program's (BLOCK_M, HEAD_DIM) rows of the output: with USE_TMA, out_ptr is
-    a descriptor."""
-    if USE_TMA:
-        # The descriptor clips rows past N by itself.
-        out_ptr.store([head, start_m * BLOCK_M, 0],
-                      out.to(out_ptr.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
-    else:
-        # Round once, at the store; the program owning the tail rows must not write past N.
-        cols = tl.arange(0, HEAD_DIM)
-        o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
-                  + offs_m.to(tl.int64)[:, None] * stride_om + cols[None, :] * stride_od)
-        tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
+        if USE_TMA:
+            # The descriptor clips rows past N by itself.
+            o_desc.store([head, start_m * BLOCK_M, 0],
+                         out.to(o_desc.dtype).reshape([1, BLOCK_M, HEAD_DIM]))
+        else:
+            # Round once, at the store; the program owning the tail rows must not write past N.
+            cols = tl.arange(0, HEAD_DIM)
+            o_ptrs = (out_ptr + head.to(tl.int64) * stride_oh
+                      + offs_m.to(tl.int64)[:, None] * stride_om + cols[None, :] * stride_od)
+            tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)
 
 
 @triton.jit
@@ -540,7 +471,6 @@ def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, hea
 # time (4 heads 0.75x -> 0.86x cuDNN, 7 heads 0.89x -> 0.96x), but at d = 128 2 heads of 4096
 # took 1.15-1.16x with 4 splits: d = 128 keeps the waves.
 _MAX_KV_SPLITS = 16
-_MERGE_IN_KERNEL = True  # PROBE SWITCH
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
 _SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (counted: True)
 _SPLIT_WAVE_FILL = 0.9  # without a mask: how full a grid's waves must be (see above)
@@ -870,28 +800,23 @@ def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:
             and block_m == 128 and head_dim <= 64 and not causal):
         num_stages = _DEEP_PIPELINE_STAGES  # long split programs: see _DEEP_PIPELINE_KEYS
     workspace = (out, out, out)  # KV_SPLITS = 1: never touched
-    counters = out
-    merge_in_kernel = _MERGE_IN_KERNEL and splits > 1
     if splits > 1:
         n_pad = row_blocks * block_m
         workspace = (torch.empty((heads * splits, n_pad, head_dim), dtype=torch.float32,
                                  device=q.device),
                      torch.empty((heads * splits, n_pad), dtype=torch.float32, device=q.device),
                      torch.empty((heads * splits, n_pad), dtype=torch.float32, device=q.device))
-        if merge_in_kernel:
-            counters = torch.zeros(2 * heads * row_blocks, dtype=torch.int32, device=q.device)
     attention_kernel[(row_blocks, heads * splits)](
-        *operands, *workspace, counters, n_ctx, qk_scale,
+        *operands, *workspace, n_ctx, qk_scale,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
         USE_TMA=use_tma, HOST_DESCRIPTORS=host_descriptors,
         UPCAST_DOT=interp and q.dtype != torch.float32,
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        KV_SPLITS=splits, MERGE_IN_KERNEL=merge_in_kernel,
-        num_warps=config["num_warps"], num_stages=num_stages,
+        KV_SPLITS=splits, num_warps=config["num_warps"], num_stages=num_stages,
         **({} if maxnreg is None else {"maxnreg": maxnreg}),
     )
-    if splits > 1 and not merge_in_kernel:
+    if splits > 1:
         combine_splits_kernel[(cdiv(n_ctx, _COMBINE_ROWS), heads)](
             *workspace, out, n_ctx, n_pad, *out.stride(),
             HEAD_DIM=head_dim, BLOCK_M=_COMBINE_ROWS, KV_SPLITS=splits, num_warps=4)

@@ -78,16 +78,14 @@ def resources(compiled) -> dict:
 # The kernels' signatures, as their launchers call them
 # ---------------------------------------------------------------------------------------------
 def attention(head_dim: int, block_m: int, block_n: int, num_warps: int, num_stages: int,
-              causal: bool, use_tma: bool, dtype: str = "bf16", kv_splits: int = 1,
-              merge_in_kernel: bool = False):
+              causal: bool, use_tma: bool, dtype: str = "bf16", kv_splits: int = 1):
     from references import streaming_attention as sa
 
     constants = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, IS_CAUSAL=causal,
                      USE_TMA=use_tma, HOST_DESCRIPTORS=False, UPCAST_DOT=False,
-                     DOT_PRECISION="tf32", KV_SPLITS=kv_splits, MERGE_IN_KERNEL=merge_in_kernel)
+                     DOT_PRECISION="tf32", KV_SPLITS=kv_splits)
     types = {name: f"*{dtype}" for name in ("q_ptr", "k_ptr", "v_ptr", "out_ptr")}
     types.update({name: "*fp32" for name in ("acc_part_ptr", "m_part_ptr", "l_part_ptr")})
-    types["counters_ptr"] = "*i32"
     types["qk_scale"] = "fp32"
     strides = {f"stride_{t}{a}" for t in "qkvo" for a in ("h", "m", "n")}
     return compile_sm90(sa.attention_kernel, constants, types, {"n_ctx"} | strides, num_warps,

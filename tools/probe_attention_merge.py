@@ -11,6 +11,13 @@ merge into the first kernel (the last split of a row block to finish merges it) 
 second kernel and the gap but not the workspace traffic. This measures what there is to save:
 for split problems, bf16, the device time of each kernel per call (torch.profiler, 20 calls)
 and the wall time of a call in a CUDA graph, next to SDPA-cuDNN. A diagnostic, not evidence.
+
+    git checkout a31caff -- references/streaming_attention.py   # the switch lives there
+    python3 tools/probe_attention_merge.py --in-kernel
+
+times that fusion, which commit a31caff wrote behind a module switch (`_MERGE_IN_KERNEL`) and
+the next commit removed: it lost on every split problem (diagnostics/
+probe-attention-merge-in-kernel-*).
 """
 
 from __future__ import annotations
@@ -118,6 +125,10 @@ def in_kernel(sets: int = 2) -> int:
                 sa._MERGE_IN_KERNEL = True
         return run
 
+    if not hasattr(sa, "_MERGE_IN_KERNEL"):
+        print("the switch this mode sets was removed after it ran: check out "
+              "references/streaming_attention.py of commit a31caff first (see the docstring)")
+        return 2
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}; graph timing, "
           f"{harness.PLANS['sweep'].samples} samples, {sets} sets per problem")
     for heads, n, d, causal, q, k, v, flops, splits in split_problems(
