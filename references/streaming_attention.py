@@ -687,23 +687,37 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 
 
 # The warp-specialized Hopper path (_attention_hopper.py), where it can run, when the grid of
-# 128-row programs suits it. Measured on the H200 (bf16, graph timing, ratios to SDPA-cuDNN;
-# benchmarks/results/diagnostics/probe-attention-wgmma-w*, -paths-*):
-# - d = 128: at least 0.9 programs per SM without a causal mask, 3.6 with one. Non-causal
-#   0.97x / 1.00x / 0.99x on 16 x 4096, 4 x 16384 and 64 x 8192 heads against 0.80x / 0.81x /
-#   0.80x for the Triton kernel, and 1.01x on one head of 16384 (128 programs; the Triton
-#   kernel with key splits 0.84x); causal 1.04x / 1.33x / 1.05x against 0.92x / 1.08x / 0.86x,
-#   but on one head of 16384 1.03x against 1.47x: a causal grid's programs differ in length,
-#   and this path has no key splits to even them out.
-# - d = 64, causal only, 1.5 to 4 programs per SM. Without a mask the Triton kernel is faster
-#   at every grid that fills the GPU (0.95x-0.96x against 0.89x-0.93x). With one, the Hopper
-#   path won every grid of about 2 and 4 programs per SM (N = 4096 to 16384: 0.93x-1.51x
-#   against 0.87x-1.16x) and lost at 8 and beyond (N = 4096: 0.90x against 0.95x; N = 8192:
-#   0.93x against 0.95x at 16, a tie at 8, 0.95x against 0.94x), but for N = 16384, where it
-#   still won at 8 and 16 (1.07x and 0.99x against 0.96x and 0.95x); one
-#   head of 16384 (one program per SM) stays with the key splits (1.35x against 0.95x).
-_WARP_SPECIALIZED_PROGRAMS_PER_SM = {False: 1, True: 4}  # d = 128, by causal: at least 0.9x this
-_WARP_SPECIALIZED_D64_CAUSAL = (1.5, 4.0)  # d = 64 with a causal mask: programs per SM, from-to
+# 128-row programs suits it: a band of programs per SM for each head dim and mask. Measured on
+# the H200 (bf16, graph timing, ratios to SDPA-cuDNN; benchmarks/results/diagnostics/
+# probe-attention-wgmma-w*, -paths-* on grids that fill the GPU, -paths-few-* on 0.5 to 3
+# programs per SM, the Triton kernel there with the key splits kv_splits_for gives it):
+# - d = 128 without a mask: from 0.7 programs per SM. 0.97x-1.06x on 1 to 64 heads against
+#   0.64x-0.95x for the Triton kernel (3 heads of 4096, 0.7 per SM: 1.01x against 0.81x); at
+#   0.5 per SM (one head of 8192) the Triton kernel's 4 key splits win, 1.35x against 1.01x.
+# - d = 128 with a mask: from 0.9 per SM on two heads or more, from 3.6 on one. 2 to 6 heads
+#   of 4096-16384 (1.0 to 2.9 per SM): 1.07x-1.73x against 0.88x-1.41x (4 heads of 4096 1.09x
+#   against 0.94x); from 3.9 per SM 1.04x-1.33x against 0.86x-1.08x. One head of 16384 (1.0
+#   per SM) stays with the key splits, 1.49x against 1.03x: a causal grid's programs differ in
+#   length, and this path has no splits to even them out; one head between 1.0 and 3.6 per SM
+#   (N = 16384 to 65536) was not measured. Below 0.9 the splits win (3 heads of 4096: 1.11x
+#   against 1.07x).
+# - d = 64 without a mask: 0.9 to 1.0 per SM, one wave of 128-row programs. 4 heads of 4096,
+#   2 of 8192, 1 of 16384 (128 programs each): 0.93x-0.94x against 0.87x / 0.89x / 0.93x for
+#   the split Triton kernel. Elsewhere the Triton kernel won: 1.01x-1.58x against 0.93x-0.95x
+#   at 0.5 to 0.7 per SM, 1.10x-1.24x against 0.93x at 1.2 to 1.5 (there cuDNN takes as long as
+#   on 8 heads of 4096), 0.93x-0.96x against 0.92x-0.93x at 1.9 and 2.9 (4 heads of 8192, 2
+#   and 3 of 16384), and 0.95x-0.96x against 0.89x-0.92x from 3.9 on.
+# - d = 64 with a mask: 1.1 to 4 per SM. 5 heads of 4096 and 3 of 8192 (1.2, 1.5 per SM) 1.15x
+#   and 1.28x against 1.01x and 1.07x; about 2 and 4 per SM (N = 4096 to 16384) 0.93x-1.51x
+#   against 0.87x-1.16x, but for 3 heads of 16384 (2.9 per SM, 0.99x against 1.01x). At 1.0
+#   per SM and below the split Triton kernel wins (1.05x-1.34x against 0.95x-0.97x); at 8 and
+#   beyond it won too (N = 4096: 0.95x against 0.90x; N = 8192: a tie at 8, 0.95x against
+#   0.93x at 16), but for N = 16384, where the Hopper path still won at 8 and 16 (1.07x and
+#   0.99x against 0.96x and 0.95x).
+_WARP_SPECIALIZED_PER_SM = {  # (head dim, causal): (from, to) programs of 128 rows per SM
+    (128, False): (0.7, math.inf), (128, True): (0.9, math.inf),
+    (64, False): (0.9, 1.0), (64, True): (1.1, 4.0)}
+_WARP_SPECIALIZED_ONE_CAUSAL_HEAD = 3.6  # d = 128, causal, one head: from this many per SM
 
 
 def _warp_specialize_problem(q, tma_problem: str | None, interp: bool) -> str | None:
@@ -720,13 +734,13 @@ def _warp_specialize_problem(q, tma_problem: str | None, interp: bool) -> str | 
 def _warp_specialize_pays(heads: int, n_ctx: int, head_dim: int, causal: bool,
                           q: torch.Tensor) -> bool:
     """Whether auto picks the warp-specialized path (where it can run): see above."""
-    per_sm = _hopper.programs(heads, n_ctx) / sm_count(device_index(q))
-    if head_dim == 128:
-        return per_sm >= 0.9 * _WARP_SPECIALIZED_PROGRAMS_PER_SM[causal]
-    if head_dim == 64 and causal:
-        low, high = _WARP_SPECIALIZED_D64_CAUSAL
-        return low <= per_sm <= high
-    return False
+    band = _WARP_SPECIALIZED_PER_SM.get((head_dim, causal))
+    if band is None:
+        return False
+    low, high = band
+    if head_dim == 128 and causal and heads == 1:
+        low = _WARP_SPECIALIZED_ONE_CAUSAL_HEAD  # the key splits even out its row blocks
+    return low <= _hopper.programs(heads, n_ctx) / sm_count(device_index(q)) <= high
 
 
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:

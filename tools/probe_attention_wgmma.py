@@ -5,6 +5,8 @@
     python3 tools/probe_attention_wgmma.py time h          # those variants and the reference
     python3 tools/probe_attention_wgmma.py time h --four-warps  # at one-warpgroup tiles
     python3 tools/probe_attention_wgmma.py paths 64        # the reference's two paths, many grids
+    python3 tools/probe_attention_wgmma.py paths-few 64 128  # the same on grids short of SMs
+    python3 tools/probe_attention_wgmma.py paths-check     # the path rule against its predecessor
 
 (Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
 
@@ -80,7 +82,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools._timing import attention_problems, graph_medians_us, matching, sdpa_cudnn  # noqa: E402
+from tools._timing import (  # noqa: E402
+    attention_problems,
+    graph_medians_us,
+    matching,
+    sdpa_cudnn,
+    time_attention_against_cudnn,
+)
 
 TILES = {128: [(128, 128, 8, 2), (128, 64, 8, 3), (64, 64, 4, 2), (64, 128, 4, 2)],
          64: [(128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 3), (64, 128, 4, 2)]}
@@ -221,6 +229,10 @@ def main(argv: list[str]) -> int:
     names = [name for name in names if name != "--four-warps"]
     if mode == "paths":  # the reference's two paths over many grids: where each one wins
         return time_paths(names or ["64"])
+    if mode == "paths-few":  # the same on grids of 0.5 to 3 Hopper programs per SM
+        return time_paths(names or ["64"], FEW_SHAPES)
+    if mode == "paths-check":  # the launcher's choice of path against the rule before it
+        return check_paths()
     modules = {name: importlib.import_module(f"tools._wgmma_variants.{name}") for name in names}
     if mode == "sass":
         return sass_report(modules)
@@ -269,9 +281,16 @@ PATH_SHAPES = [(8, 4096), (16, 4096), (32, 4096), (64, 4096), (4, 8192), (8, 819
                (16, 16384)]
 
 
-def time_paths(dims: list[str]) -> int:
+# Grids of 0.5 to 3 Hopper programs (128 rows) per SM on 132 SMs, most of them split by the
+# Triton kernel's launcher (kv_splits_for).
+FEW_SHAPES = [(1, 8192), (3, 4096), (1, 16384), (2, 8192), (4, 4096), (5, 4096), (6, 4096),
+              (3, 8192), (2, 16384), (3, 16384)]
+
+
+def time_paths(dims: list[str], shapes=None) -> int:
     """`paths 64`: the reference with warp_specialize=False (the Triton kernel) and True (the
-    Hopper path) on PATH_SHAPES at the given head dims, both masks, against SDPA-cuDNN."""
+    Hopper path) on PATH_SHAPES (or `shapes`) at the given head dims, both masks, against
+    SDPA-cuDNN."""
     import torch
 
     from benchmarks import harness
@@ -282,7 +301,7 @@ def time_paths(dims: list[str]) -> int:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, bf16; ratios to SDPA-cuDNN")
-    for heads, n, d, causal, q, k, v, _flops in attention_problems(PATH_SHAPES,
+    for heads, n, d, causal, q, k, v, _flops in attention_problems(shapes or PATH_SHAPES,
                                                                     [int(x) for x in dims]):
         cudnn = sdpa_cudnn(q, k, v, causal)
         calls = matching(cudnn, {
@@ -292,11 +311,58 @@ def time_paths(dims: list[str]) -> int:
                 q, k, v, causal=c, warp_specialize=True),
             "auto": lambda q=q, k=k, v=v, c=causal: sa.attention_heads(q, k, v, causal=c)})
         times = graph_medians_us([cudnn, *calls.values()], plan)
-        ratios = "  ".join(f"{label} {times[0] / us:.2f}x" for label, us
+        ratios = "  ".join(f"{label} {times[0] / us:.3f}x" for label, us
                            in zip(calls, times[1:], strict=True))
         per_sm = hopper.programs(heads, n) / sms
         print(f"H={heads:3d} N={n:6d} d={d} causal={causal!s:5s} ({per_sm:5.1f} Hopper "
               f"programs per SM): cudnn {times[0]:8.1f} us  {ratios}", flush=True)
+    return 0
+
+
+# The grids whose path changed with the band rule of 2026-12-01 (_WARP_SPECIALIZED_PER_SM),
+# and the rule before it: d = 128 from 0.9 programs per SM without a mask and 3.6 with one,
+# d = 64 with a mask only, 1.5 to 4 per SM.
+CHECK_SHAPES = [(3, 4096), (7, 2048), (1, 12288), (4, 4096), (5, 4096), (6, 4096), (8, 4096),
+                (12, 4096), (8, 2048), (10, 2048), (2, 8192), (3, 8192), (4, 8192), (1, 16384),
+                (2, 16384), (3, 16384)]
+
+
+def _path_before(heads: int, n: int, d: int, causal: bool, sms: int) -> bool:
+    from references import _attention_hopper as hopper
+
+    per_sm = hopper.programs(heads, n) / sms
+    if d == 128:
+        return per_sm >= 0.9 * (4 if causal else 1)
+    return d == 64 and causal and 1.5 <= per_sm <= 4.0
+
+
+def check_paths(sets: int = 2) -> int:
+    """`paths-check`: on every CHECK_SHAPES grid (d = 64 and 128, both masks, bf16 and fp16)
+    where the launcher's path differs from the rule before it, the launcher's choice against
+    the other path, in `sets` separate sets of graph rounds, next to SDPA-cuDNN."""
+    import torch
+
+    from benchmarks import harness
+    from references import streaming_attention as sa
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    plan = harness.PLANS["sweep"]
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
+          f"{plan.samples} samples, {sets} sets; ratios to SDPA-cuDNN")
+    for dtype in (torch.bfloat16, torch.float16):
+        for heads, n, d, causal, q, k, v, flops in attention_problems(CHECK_SHAPES, (64, 128),
+                                                                      dtype):
+            now = sa._warp_specialize_pays(heads, n, d, causal, q)
+            before = _path_before(heads, n, d, causal, sms)
+            if now == before:
+                continue
+            path = {True: "Hopper", False: "Triton"}
+            for set_ in range(sets):
+                time_attention_against_cudnn(
+                    f"H={heads} N={n} d={d} causal={causal} {str(dtype)[6:]}: now "
+                    f"{path[now]}, before {path[before]}; set {set_ + 1}", q, k, v, causal, flops,
+                    {f"now ({path[now]})": dict(warp_specialize=now),
+                     f"before ({path[before]})": dict(warp_specialize=before)}, plan, digits=3)
     return 0
 
 
