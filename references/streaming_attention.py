@@ -340,9 +340,10 @@ _HOST_DESCRIPTOR_WORK = 2**34
 # Below that size, the launcher's own plans load by pointers instead, where measured. A
 # descriptor a program builds (tl.make_tensor_descriptor) costs that program GPU time before its
 # first load, and a problem this small is made of short programs. On the H200 (bf16, graph
-# timing, the launcher's plans for 1-4 heads of 4096-16384, d = 64 and 128, both masks;
-# diagnostics/probe-attention-pointers-*), descriptors built on the device were the slowest
-# way to load at every plan: built on the host, the same tiles took 1-15% less time. Where the
+# timing, the launcher's plans for 1-16 heads of 4096-16384, d = 64 and 128, both masks;
+# diagnostics/probe-attention-pointers-*), descriptors built on the device were slower than
+# descriptors built on the host at every plan (those took 1-15% less time), and slower than
+# pointer loads at 12 of the 15. Where the
 # launcher built them on the device, pointer loads took 5-12% less time at every 64-row tile at
 # d = 128, and 1-14% less at d = 64 without a mask; at d = 64 with a causal mask they need one
 # more pipeline stage (4; at 3 they lost up to 10%), and then took 2-15% less, except on one
@@ -350,7 +351,7 @@ _HOST_DESCRIPTOR_WORK = 2**34
 # more on pointers: it keeps TMA. The rule was then checked against the plan before it on
 # every problem it changes among 1 head of 1024-16384, 2 of 8192 and 4 of 4096, both 16-bit
 # dtypes (diagnostics/probe-attention-pointers-check-*): 0.79-1.00x the time, 1.005-1.008x on
-# one head of 16384 at d = 64 with a mask, but 1.12-1.14x on one head of 1024 at d = 128 (16
+# one head of 16384 at d = 64 with a mask, but 1.11-1.14x on one head of 1024 at d = 128 (16
 # programs, one per SM): sequences shorter than 2048 keep TMA at d = 128. d = 16 and 32 and
 # float32 were not measured: TMA there too.
 _POINTER_CAUSAL_D64_STAGES = 4
@@ -467,9 +468,10 @@ def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, hea
 # 4 heads 53.3 -> 47.2 us with 2 instead of none (0.77x -> 0.87x cuDNN); 3 and 6 heads lost
 # nothing to the count (39.6 / 39.7 us, the same 4 splits; 70.4 us, the same 2). Checked
 # against the wave rule on every grid it changes among 2-7 heads of 4096 and 2-8 of 2048, both
-# 16-bit dtypes (diagnostics/probe-attention-few-heads-check-*): at d = 64 0.86-1.00x the
+# 16-bit dtypes (diagnostics/probe-attention-few-heads-check-*): at d = 64 0.875-1.003x the
 # time (4 heads 0.75x -> 0.86x cuDNN, 7 heads 0.89x -> 0.96x), but at d = 128 2 heads of 4096
-# took 1.15-1.16x with 4 splits: d = 128 keeps the waves.
+# took 1.15-1.16x with 4 splits: d = 128 keeps the waves. (4 heads of 4096 at d = 64 without
+# a mask have since gone to the Hopper path, 0.93x-0.94x: see _WARP_SPECIALIZED_PER_SM.)
 _MAX_KV_SPLITS = 16
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
 _SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (counted: True)
@@ -703,10 +705,12 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 #   against 1.07x).
 # - d = 64 without a mask: 0.9 to 1.0 per SM, one wave of 128-row programs. 4 heads of 4096,
 #   2 of 8192, 1 of 16384 (128 programs each): 0.93x-0.94x against 0.87x / 0.89x / 0.93x for
-#   the split Triton kernel. Elsewhere the Triton kernel won: 1.01x-1.58x against 0.93x-0.95x
-#   at 0.5 to 0.7 per SM, 1.10x-1.24x against 0.93x at 1.2 to 1.5 (there cuDNN takes as long as
-#   on 8 heads of 4096), 0.93x-0.96x against 0.92x-0.93x at 1.9 and 2.9 (4 heads of 8192, 2
-#   and 3 of 16384), and 0.95x-0.96x against 0.89x-0.92x from 3.9 on.
+#   the split Triton kernel. The Triton kernel won at 0.5 to 0.7 per SM (1.01x-1.60x against
+#   0.93x-0.95x), at 1.2 to 1.5 (1.10x-1.24x against 0.93x; there cuDNN takes as long as on 8
+#   heads of 4096) and from 3.9 on (0.95x-0.96x against 0.89x-0.92x). Between 1.9 and 2.9 it
+#   went both ways, and the rule leaves that range to the Triton kernel: 4 heads of 8192 and 2
+#   and 3 of 16384 0.93x-0.96x against 0.92x-0.93x, but 8, 10 and 12 heads of 4096 and 6 of
+#   8192 0.85x-0.90x against 0.91x-0.92x (-paths-d64-*).
 # - d = 64 with a mask: 1.1 to 4 per SM. 5 heads of 4096 and 3 of 8192 (1.2, 1.5 per SM) 1.15x
 #   and 1.28x against 1.01x and 1.07x; about 2 and 4 per SM (N = 4096 to 16384) 0.93x-1.51x
 #   against 0.87x-1.16x, but for 3 heads of 16384 (2.9 per SM, 0.99x against 1.01x). At 1.0
