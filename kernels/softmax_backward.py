@@ -45,7 +45,8 @@ _ROW_TILE = 2048  # narrow rows: pack several rows per program until a tile hold
 # Rows wider than _MAX_ONE_PASS: columns per loop step. 8192 (so 16 warps, by the rule in
 # _pick_tiles) against 4096 over 8 warps, measured on the H200 (graph timing, three sets of
 # interleaved rounds; benchmarks/results/diagnostics/probe-backward-warps-*): 1.11x at 32768
-# columns in float16 and bfloat16, 1.05x in float32, 1.04-1.05x at 65536.
+# columns in float16 and bfloat16, 1.05x in float32; at 65536 1.04-1.05x in 16-bit, 1.02x
+# in float32.
 _LOOP_BLOCK_N = 8192
 _COLUMN_BLOCK_M = 32  # column-tile path: 32 neighbouring rows = 64 B (fp16) per coalesced load
 _COLUMN_BLOCK_N = 128  # column-tile path: reduced-dimension steps per loop iteration

@@ -320,9 +320,10 @@ _HOST_DESCRIPTOR_WORK = 2**34
 # Below that size, the launcher's own plans load by pointers instead, where measured. A
 # descriptor a program builds (tl.make_tensor_descriptor) costs that program GPU time before its
 # first load, and a problem this small is made of short programs. On the H200 (bf16, graph
-# timing, the launcher's plans for 1-4 heads of 4096-16384, d = 64 and 128, both masks;
-# diagnostics/probe-attention-pointers-*), descriptors built on the device were the slowest
-# way to load at every plan: built on the host, the same tiles took 1-15% less time. Where the
+# timing, the launcher's plans for 1-16 heads of 4096-16384, d = 64 and 128, both masks;
+# diagnostics/probe-attention-pointers-*), descriptors built on the device were slower than
+# descriptors built on the host at every plan (those took 1-15% less time), and slower than
+# pointer loads at 12 of the 15. Where the
 # launcher built them on the device, pointer loads took 5-12% less time at every 64-row tile at
 # d = 128, and 1-14% less at d = 64 without a mask; at d = 64 with a causal mask they need one
 # more pipeline stage (4; at 3 they lost up to 10%), and then took 2-15% less, except on one
@@ -330,7 +331,7 @@ _HOST_DESCRIPTOR_WORK = 2**34
 # more on pointers: it keeps TMA. The rule was then checked against the plan before it on
 # every problem it changes among 1 head of 1024-16384, 2 of 8192 and 4 of 4096, both 16-bit
 # dtypes (diagnostics/probe-attention-pointers-check-*): 0.79-1.00x the time, 1.005-1.008x on
-# one head of 16384 at d = 64 with a mask, but 1.12-1.14x on one head of 1024 at d = 128 (16
+# one head of 16384 at d = 64 with a mask, but 1.11-1.14x on one head of 1024 at d = 128 (16
 # programs, one per SM): sequences shorter than 2048 keep TMA at d = 128. d = 16 and 32 and
 # float32 were not measured: TMA there too.
 _POINTER_CAUSAL_D64_STAGES = 4
@@ -447,9 +448,10 @@ def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, hea
 # 4 heads 53.3 -> 47.2 us with 2 instead of none (0.77x -> 0.87x cuDNN); 3 and 6 heads lost
 # nothing to the count (39.6 / 39.7 us, the same 4 splits; 70.4 us, the same 2). Checked
 # against the wave rule on every grid it changes among 2-7 heads of 4096 and 2-8 of 2048, both
-# 16-bit dtypes (diagnostics/probe-attention-few-heads-check-*): at d = 64 0.86-1.00x the
+# 16-bit dtypes (diagnostics/probe-attention-few-heads-check-*): at d = 64 0.875-1.003x the
 # time (4 heads 0.75x -> 0.86x cuDNN, 7 heads 0.89x -> 0.96x), but at d = 128 2 heads of 4096
-# took 1.15-1.16x with 4 splits: d = 128 keeps the waves.
+# took 1.15-1.16x with 4 splits: d = 128 keeps the waves. (4 heads of 4096 at d = 64 without
+# a mask have since gone to the Hopper path, 0.93x-0.94x: see _WARP_SPECIALIZED_PER_SM.)
 _MAX_KV_SPLITS = 16
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
 _SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (counted: True)
@@ -667,23 +669,41 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 
 
 # The warp-specialized Hopper path (_attention_hopper.py), where it can run, when the grid of
-# 128-row programs suits it. Measured on the H200 (bf16, graph timing, ratios to SDPA-cuDNN;
-# benchmarks/results/diagnostics/probe-attention-wgmma-w*, -paths-*):
-# - d = 128: at least 0.9 programs per SM without a causal mask, 3.6 with one. Non-causal
-#   0.97x / 1.00x / 0.99x on 16 x 4096, 4 x 16384 and 64 x 8192 heads against 0.80x / 0.81x /
-#   0.80x for the Triton kernel, and 1.01x on one head of 16384 (128 programs; the Triton
-#   kernel with key splits 0.84x); causal 1.04x / 1.33x / 1.05x against 0.92x / 1.08x / 0.86x,
-#   but on one head of 16384 1.03x against 1.47x: a causal grid's programs differ in length,
-#   and this path has no key splits to even them out.
-# - d = 64, causal only, 1.5 to 4 programs per SM. Without a mask the Triton kernel is faster
-#   at every grid that fills the GPU (0.95x-0.96x against 0.89x-0.93x). With one, the Hopper
-#   path won every grid of about 2 and 4 programs per SM (N = 4096 to 16384: 0.93x-1.51x
-#   against 0.87x-1.16x) and lost at 8 and beyond (N = 4096: 0.90x against 0.95x; N = 8192:
-#   0.93x against 0.95x at 16, a tie at 8, 0.95x against 0.94x), but for N = 16384, where it
-#   still won at 8 and 16 (1.07x and 0.99x against 0.96x and 0.95x); one
-#   head of 16384 (one program per SM) stays with the key splits (1.35x against 0.95x).
-_WARP_SPECIALIZED_PROGRAMS_PER_SM = {False: 1, True: 4}  # d = 128, by causal: at least 0.9x this
-_WARP_SPECIALIZED_D64_CAUSAL = (1.5, 4.0)  # d = 64 with a causal mask: programs per SM, from-to
+# 128-row programs suits it: a band of programs per SM for each head dim and mask. Measured on
+# the H200 (bf16, graph timing, ratios to SDPA-cuDNN; benchmarks/results/diagnostics/
+# probe-attention-wgmma-w*, -paths-* on grids that fill the GPU, -paths-few-* on 0.5 to 3
+# programs per SM, the Triton kernel there with the key splits kv_splits_for gives it):
+# - d = 128 without a mask: from 0.7 programs per SM. 0.97x-1.06x on 1 to 64 heads against
+#   0.64x-0.95x for the Triton kernel (3 heads of 4096, 0.7 per SM: 1.01x against 0.81x); at
+#   0.5 per SM (one head of 8192) the Triton kernel's 4 key splits win, 1.35x against 1.01x,
+#   and so they did on one head of 24576 (1.5 per SM, 4 splits of 6144 keys: 1.06x against
+#   1.00x), the one such exception measured (-paths-one-head-*).
+# - d = 128 with a mask: from 0.9 per SM on two heads or more, from 1.1 on one. 2 to 6 heads
+#   of 4096-16384 (1.0 to 2.9 per SM): 1.07x-1.73x against 0.88x-1.41x (4 heads of 4096 1.09x
+#   against 0.94x); from 3.9 per SM 1.04x-1.33x against 0.86x-1.08x. One head of 16384 (1.0
+#   per SM) stays with the key splits, 1.49x against 1.03x: a causal grid's programs differ in
+#   length, and this path has no splits to even them out; one head of 24576 to 65536 (1.5 to
+#   3.9 per SM) took the Hopper path's side again, 1.28x-1.56x against 1.02x-1.27x
+#   (-paths-one-head-*). Below 0.9 the splits win (3 heads of 4096: 1.11x against 1.07x).
+# - d = 64 without a mask: 0.9 to 1.0 per SM, one wave of 128-row programs. 4 heads of 4096,
+#   2 of 8192, 1 of 16384 (128 programs each): 0.93x-0.94x against 0.87x / 0.89x / 0.93x for
+#   the split Triton kernel. The Triton kernel won at 0.5 to 0.7 per SM (1.01x-1.60x against
+#   0.93x-0.95x), at 1.2 to 1.5 (1.10x-1.24x against 0.93x; there cuDNN takes as long as on 8
+#   heads of 4096) and from 3.9 on (0.95x-0.96x against 0.89x-0.92x). Between 1.9 and 2.9 it
+#   went both ways, and the rule leaves that range to the Triton kernel: 4 heads of 8192 and 2
+#   and 3 of 16384 0.93x-0.96x against 0.92x-0.93x, but 8, 10 and 12 heads of 4096 and 6 of
+#   8192 0.85x-0.90x against 0.91x-0.92x (-paths-d64-*).
+# - d = 64 with a mask: 1.1 to 4 per SM. 5 heads of 4096 and 3 of 8192 (1.2, 1.5 per SM) 1.15x
+#   and 1.28x against 1.01x and 1.07x; about 2 and 4 per SM (N = 4096 to 16384) 0.93x-1.51x
+#   against 0.87x-1.16x, but for 3 heads of 16384 (2.9 per SM, 0.99x against 1.01x). At 1.0
+#   per SM and below the split Triton kernel wins (1.05x-1.34x against 0.95x-0.97x); at 8 and
+#   beyond it won too (N = 4096: 0.95x against 0.90x; N = 8192: a tie at 8, 0.95x against
+#   0.93x at 16), but for N = 16384, where the Hopper path still won at 8 and 16 (1.07x and
+#   0.99x against 0.96x and 0.95x).
+_WARP_SPECIALIZED_PER_SM = {  # (head dim, causal): (from, to) programs of 128 rows per SM
+    (128, False): (0.7, math.inf), (128, True): (0.9, math.inf),
+    (64, False): (0.9, 1.0), (64, True): (1.1, 4.0)}
+_WARP_SPECIALIZED_ONE_CAUSAL_HEAD = 1.1  # d = 128, causal, one head: from this many per SM
 
 
 def _warp_specialize_problem(q, tma_problem: str | None, interp: bool) -> str | None:
@@ -700,13 +720,13 @@ def _warp_specialize_problem(q, tma_problem: str | None, interp: bool) -> str | 
 def _warp_specialize_pays(heads: int, n_ctx: int, head_dim: int, causal: bool,
                           q: torch.Tensor) -> bool:
     """Whether auto picks the warp-specialized path (where it can run): see above."""
-    per_sm = _hopper.programs(heads, n_ctx) / sm_count(device_index(q))
-    if head_dim == 128:
-        return per_sm >= 0.9 * _WARP_SPECIALIZED_PROGRAMS_PER_SM[causal]
-    if head_dim == 64 and causal:
-        low, high = _WARP_SPECIALIZED_D64_CAUSAL
-        return low <= per_sm <= high
-    return False
+    band = _WARP_SPECIALIZED_PER_SM.get((head_dim, causal))
+    if band is None:
+        return False
+    low, high = band
+    if head_dim == 128 and causal and heads == 1:
+        low = _WARP_SPECIALIZED_ONE_CAUSAL_HEAD  # the key splits even out its row blocks
+    return low <= _hopper.programs(heads, n_ctx) / sm_count(device_index(q)) <= high
 
 
 def _launch(q, k, v, causal: bool, scale: float, config: dict) -> torch.Tensor:

@@ -146,7 +146,8 @@ _EXCHANGE_MAX_AUTO = 32768
 # interleaved rounds, float16 and bfloat16): with 4 warps the same slices ran 0.577-0.586 ->
 # 0.64-0.65 of copy at 8192 positions, 0.56-0.57 -> 0.60-0.62 at 16384 and 0.51-0.52 ->
 # 0.53-0.54 at 32768. With 4 warps the other slice shapes that fit 64 KiB still lost (--slices,
-# diagnostics/probe-strided-slices-*: 6-58% more time at 8192-32768 positions), except
+# diagnostics/probe-strided-slices-*: 8.5-59% more time at 8192-32768 positions; the
+# default's own shape with 2 warps 6-10% more), except
 # 1024 x 32 at 32768 positions, which took 0.2-0.9% less time: inside the sets' spread.
 _SMEM_SHORT = (1024, 32, 4)
 _SMEM_LONG = (512, 64, 4)
