@@ -7,6 +7,7 @@
     python3 tools/probe_attention_wgmma.py paths 64        # the reference's two paths, many grids
     python3 tools/probe_attention_wgmma.py paths-few 64 128  # the same on grids short of SMs
     python3 tools/probe_attention_wgmma.py paths-check     # the path rule against its predecessor
+    python3 tools/probe_attention_wgmma.py paths-check --rest  # ... on the grids not yet timed
 
 (Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
 
@@ -232,7 +233,7 @@ def main(argv: list[str]) -> int:
     if mode == "paths-few":  # the same on grids of 0.5 to 3 Hopper programs per SM
         return time_paths(names or ["64"], FEW_SHAPES)
     if mode == "paths-check":  # the launcher's choice of path against the rule before it
-        return check_paths()
+        return check_paths(shapes=CHECK_SHAPES_REST if "--rest" in names else CHECK_SHAPES)
     modules = {name: importlib.import_module(f"tools._wgmma_variants.{name}") for name in names}
     if mode == "sass":
         return sass_report(modules)
@@ -325,6 +326,11 @@ def time_paths(dims: list[str], shapes=None) -> int:
 CHECK_SHAPES = [(3, 4096), (7, 2048), (1, 12288), (4, 4096), (5, 4096), (6, 4096), (8, 4096),
                 (12, 4096), (8, 2048), (10, 2048), (2, 8192), (3, 8192), (4, 8192), (1, 16384),
                 (2, 16384), (3, 16384)]
+# The other grids of 1-12 heads of 2048-16384 (N = 12288 included) whose path changed, which
+# the first paths-check run (diagnostics/probe-attention-paths-check-*) did not time.
+CHECK_SHAPES_REST = [(2, 12288), (3, 12288), (4, 12288), (5, 8192), (6, 2048), (6, 8192),
+                     (7, 4096), (7, 8192), (9, 2048), (9, 4096), (10, 4096), (11, 2048),
+                     (11, 4096), (12, 2048)]
 
 
 def _path_before(heads: int, n: int, d: int, causal: bool, sms: int) -> bool:
@@ -336,8 +342,8 @@ def _path_before(heads: int, n: int, d: int, causal: bool, sms: int) -> bool:
     return d == 64 and causal and 1.5 <= per_sm <= 4.0
 
 
-def check_paths(sets: int = 2) -> int:
-    """`paths-check`: on every CHECK_SHAPES grid (d = 64 and 128, both masks, bf16 and fp16)
+def check_paths(sets: int = 2, shapes=CHECK_SHAPES) -> int:
+    """`paths-check`: on every grid of `shapes` (d = 64 and 128, both masks, bf16 and fp16)
     where the launcher's path differs from the rule before it, the launcher's choice against
     the other path, in `sets` separate sets of graph rounds, next to SDPA-cuDNN."""
     import torch
@@ -350,8 +356,7 @@ def check_paths(sets: int = 2) -> int:
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, graph timing, "
           f"{plan.samples} samples, {sets} sets; ratios to SDPA-cuDNN")
     for dtype in (torch.bfloat16, torch.float16):
-        for heads, n, d, causal, q, k, v, flops in attention_problems(CHECK_SHAPES, (64, 128),
-                                                                      dtype):
+        for heads, n, d, causal, q, k, v, flops in attention_problems(shapes, (64, 128), dtype):
             now = sa._warp_specialize_pays(heads, n, d, causal, q)
             before = _path_before(heads, n, d, causal, sms)
             if now == before:
