@@ -163,52 +163,53 @@ def large_probe() -> int:
     return 0
 
 
-def group_probe() -> int:
+def _time_against_default(shapes, variants_for, describe) -> None:
+    """For each (m, n, k) of `shapes`, float16 and bfloat16: the launcher's default and the
+    variants `variants_for((m, n, k), default)` gives (label -> knobs), checked and timed in
+    three sets (_time_in_sets); each title names the default's tile by `describe(default)`."""
     import torch
 
     from benchmarks import harness
-    from benchmarks.fused_gemm import SKINNY, SQUARE
     from references import fused_gemm as fg
 
     plan = harness.PLANS["sweep"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    shapes = [(n, n, n) for n in SQUARE if n >= 2048] + list(SKINNY)
     for m, n, k in shapes:
         for dtype in (torch.float16, torch.bfloat16):
             a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
             default = fg.default_config(m, n, k, num_sms=sms)
-            _add_variants(calls, a, b, bias, expected, {
-                f"group_m={g}{' (default)' if g == default['group_m'] else ''}":
-                    dict(default, group_m=g) for g in (8, 16, 12)})
-            tile = f"{default['block_m']}x{default['block_n']}"
-            _time_in_sets(calls, f"{m}x{n}x{k} {str(dtype)[6:]}, {tile} tiles", 2 * m * n * k,
-                          plan)
+            _add_variants(calls, a, b, bias, expected, variants_for((m, n, k), default))
+            _time_in_sets(calls, f"{m}x{n}x{k} {str(dtype)[6:]}, {describe(default)}",
+                          2 * m * n * k, plan)
+
+
+def group_probe() -> int:
+    from benchmarks.fused_gemm import SKINNY, SQUARE
+
+    def variants(shape, default):
+        return {f"group_m={g}{' (default)' if g == default['group_m'] else ''}":
+                dict(default, group_m=g) for g in (8, 16, 12)}
+
+    _time_against_default([(n, n, n) for n in SQUARE if n >= 2048] + list(SKINNY), variants,
+                          lambda d: f"{d['block_m']}x{d['block_n']} tiles")
     return 0
 
 
 def stages_probe() -> int:
-    import torch
-
-    from benchmarks import harness
     from benchmarks.fused_gemm import SKINNY
-    from references import fused_gemm as fg
 
-    plan = harness.PLANS["sweep"]
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
     wide_256 = dict(block_m=256, block_n=128, block_k=64, group_m=8, num_warps=8)
-    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), *SKINNY, (4095, 4097, 4093)]
-    for m, n, k in shapes:
-        for dtype in (torch.float16, torch.bfloat16):
-            a, b, bias, expected, calls = _operands(m, n, k, dtype, seed=m + n + k)
-            default = fg.default_config(m, n, k, num_sms=sms)
-            variants = {"default": {}, "num_stages=4": dict(default, num_stages=4)}
-            if (m, n, k) == (4095, 4097, 4093):
-                variants["256x128, 3 stages"] = dict(wide_256, num_stages=3)
-                variants["256x128, 4 stages"] = dict(wide_256, num_stages=4)
-            _add_variants(calls, a, b, bias, expected, variants)
-            tile = f"{default['block_m']}x{default['block_n']}, {default['num_stages']} stages"
-            _time_in_sets(calls, f"{m}x{n}x{k} {str(dtype)[6:]}, default {tile}", 2 * m * n * k,
-                          plan)
+
+    def variants(shape, default):
+        found = {"default": {}, "num_stages=4": dict(default, num_stages=4)}
+        if shape == (4095, 4097, 4093):
+            found["256x128, 3 stages"] = dict(wide_256, num_stages=3)
+            found["256x128, 4 stages"] = dict(wide_256, num_stages=4)
+        return found
+
+    _time_against_default(
+        [(4096, 4096, 4096), (8192, 8192, 8192), *SKINNY, (4095, 4097, 4093)], variants,
+        lambda d: f"default {d['block_m']}x{d['block_n']}, {d['num_stages']} stages")
     return 0
 
 
