@@ -2,14 +2,15 @@
 
 `ctx.call(...)` is where the robustness rules of the check contract live, once for every
 workshop: inputs must come back bitwise unchanged, the output must be a fresh tensor of the
-promised shape, dtype and device, and a crash in learner code becomes a FAIL naming the file
-and line.
+promised shape, dtype and device, nothing may be stored past its end, and a crash in learner
+code becomes a FAIL naming the file and line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ class CheckContext:
         self.max_error: float | None = None
         self.tolerance: float | None = None
         self.notes: list[str] = []
+        self._tracking = False  # inside track_allocations (no tail guard there)
 
     # -- lazily imported libraries ---------------------------------------------------------------
     @property
@@ -113,15 +115,24 @@ class CheckContext:
         """Call learner code and enforce the contract on its inputs and output.
 
         FAIL (with the reason named) when it raises, writes an input, returns a non-tensor,
-        returns an input (or a view of one), or returns the wrong shape, dtype or device.
+        returns an input (or a view of one), or returns the wrong shape, dtype or device. On a
+        GPU, given the expected shape and dtype, also when it stores past the end of a tensor
+        of the output's size that it allocated (checks/tail_guard.py: the interpreter's own
+        bounds check catches that everywhere else).
         """
         torch = self.torch
         label = name or getattr(fn, "__name__", "function")
         inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
         before = [t.detach().clone() for t in inputs]
-        out = call_learner(fn, *args, label=label, **kwargs)
+        with self._tail_guard(expect_shape, expect_dtype) as guard:
+            out = call_learner(fn, *args, label=label, **kwargs)
         if self.device == "cuda":
             torch.cuda.synchronize()
+        overrun = guard.overrun(out if isinstance(out, torch.Tensor) else None) if guard else None
+        if overrun:
+            raise CheckFailed(f"{label} {overrun}",
+                              hint="tail not masked: a store reached past the end of a tensor "
+                                   "(the lanes beyond the size need a mask)")
         for i, (t, saved) in enumerate(zip(inputs, before, strict=True)):
             if not _bitwise_equal(t, saved):
                 raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",
@@ -146,6 +157,19 @@ class CheckContext:
             raise CheckFailed(f"{label} returned a non-contiguous tensor (strides {out.stride()})",
                               hint="the API promises a new contiguous output")
         return out
+
+    @contextlib.contextmanager
+    def _tail_guard(self, expect_shape, expect_dtype):
+        """On a GPU, a guard band behind the output (checks/tail_guard.py); elsewhere None:
+        the interpreter bounds-checks every store itself. Off inside track_allocations, whose
+        log and peak memory must see the learner's allocations only."""
+        if self.device != "cuda" or expect_shape is None or expect_dtype is None or self._tracking:
+            yield None
+            return
+        from checks.tail_guard import guard_tails
+
+        with guard_tails(math.prod(expect_shape), _dtype(expect_dtype), self.torch_device) as guard:
+            yield guard
 
     def expect_error(self, fn: Callable, *args, errors=(TypeError, ValueError),
                      mentions: Iterable[str] = (), what: str = "", **kwargs) -> None:
@@ -203,8 +227,12 @@ class CheckContext:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             start = torch.cuda.memory_allocated()
-        with Recorder():
-            yield log
+        self._tracking = True
+        try:
+            with Recorder():
+                yield log
+        finally:
+            self._tracking = False
         if self.device == "cuda":
             torch.cuda.synchronize()
             log.peak_bytes = torch.cuda.max_memory_allocated() - start

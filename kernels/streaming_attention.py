@@ -323,13 +323,13 @@ _HOST_DESCRIPTOR_WORK = 2**34
 # timing, the launcher's plans for 1-16 heads of 4096-16384, d = 64 and 128, both masks;
 # diagnostics/probe-attention-pointers-*), descriptors built on the device were slower than
 # descriptors built on the host at every plan (those took 1-15% less time), and slower than
-# pointer loads at 12 of the 15. Where the
-# launcher built them on the device, pointer loads took 5-12% less time at every 64-row tile at
-# d = 128, and 1-14% less at d = 64 without a mask; at d = 64 with a causal mask they need one
-# more pipeline stage (4; at 3 they lost up to 10%), and then took 2-15% less, except on one
-# head of 16384 (1% more). The 128 x 64 tile at d = 128 (one head of 8192, no mask) took 21%
-# more on pointers: it keeps TMA. The rule was then checked against the plan before it on
-# every problem it changes among 1 head of 1024-16384, 2 of 8192 and 4 of 4096, both 16-bit
+# pointer loads at 12 of the 15 plans where the launcher built them on the device. There,
+# pointer loads took 6-11% less time at every 64-row tile at d = 128, and 1-15% less at d = 64
+# without a mask; at d = 64 with a causal mask they need one more pipeline stage (4; at 3 they
+# lost up to 10%), and then took 2-15% less, except on one head of 16384 (1% more). The
+# 128 x 64 tile at d = 128 (one head of 8192, no mask) took 21% more on pointers: it keeps TMA.
+# The rule was then checked against the plan before it on every problem it changes among 1
+# head of 1024-16384, 2 of 8192 and 4 of 4096, both 16-bit
 # dtypes (diagnostics/probe-attention-pointers-check-*): 0.79-1.00x the time, 1.005-1.008x on
 # one head of 16384 at d = 64 with a mask, but 1.11-1.14x on one head of 1024 at d = 128 (16
 # programs, one per SM): sequences shorter than 2048 keep TMA at d = 128. d = 16 and 32 and
@@ -451,7 +451,8 @@ def pointer_tile(head_dim: int, dtype: torch.dtype, *, causal: bool = False, hea
 # 16-bit dtypes (diagnostics/probe-attention-few-heads-check-*): at d = 64 0.875-1.003x the
 # time (4 heads 0.75x -> 0.86x cuDNN, 7 heads 0.89x -> 0.96x), but at d = 128 2 heads of 4096
 # took 1.15-1.16x with 4 splits: d = 128 keeps the waves. (4 heads of 4096 at d = 64 without
-# a mask have since gone to the Hopper path, 0.93x-0.94x: see _WARP_SPECIALIZED_PER_SM.)
+# a mask have since gone to the Hopper path, 0.94x-0.95x in the benchmark: see
+# _WARP_SPECIALIZED_PER_SM.)
 _MAX_KV_SPLITS = 16
 _COMBINE_ROWS = 16  # rows per program of combine_splits_kernel: small tiles, no spills
 _SPLIT_PROGRAMS_PER_SM = {False: 2, True: 4}  # the grid a split aims for (counted: True)
@@ -680,26 +681,28 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 #   1.00x), the one such exception measured (-paths-one-head-*).
 # - d = 128 with a mask: from 0.9 per SM on two heads or more, from 1.1 on one. 2 to 6 heads
 #   of 4096-16384 (1.0 to 2.9 per SM): 1.07x-1.73x against 0.88x-1.41x (4 heads of 4096 1.09x
-#   against 0.94x); from 3.9 per SM 1.04x-1.33x against 0.86x-1.08x. One head of 16384 (1.0
-#   per SM) stays with the key splits, 1.49x against 1.03x: a causal grid's programs differ in
-#   length, and this path has no splits to even them out; one head of 24576 to 65536 (1.5 to
-#   3.9 per SM) took the Hopper path's side again, 1.28x-1.56x against 1.02x-1.27x
-#   (-paths-one-head-*). Below 0.9 the splits win (3 heads of 4096: 1.11x against 1.07x).
+#   against 0.94x); from 3.9 per SM 1.04x-1.37x against 0.86x-1.10x (across runs). One head
+#   of 16384 (1.0 per SM) stays with the key splits, 1.49x against 1.03x: a causal grid's
+#   programs differ in length, and this path has no splits to even them out; one head of
+#   24576 to 65536 (1.5 to 3.9 per SM) took the Hopper path's side again, 1.28x-1.56x
+#   against 1.02x-1.27x (-paths-one-head-*). Below 0.9 the splits win (3 heads of 4096:
+#   1.11x against 1.07x).
 # - d = 64 without a mask: 0.9 to 1.0 per SM, one wave of 128-row programs. 4 heads of 4096,
 #   2 of 8192, 1 of 16384 (128 programs each): 0.93x-0.94x against 0.87x / 0.89x / 0.93x for
-#   the split Triton kernel. The Triton kernel won at 0.5 to 0.7 per SM (1.01x-1.60x against
-#   0.93x-0.95x), at 1.2 to 1.5 (1.10x-1.24x against 0.93x; there cuDNN takes as long as on 8
-#   heads of 4096) and from 3.9 on (0.95x-0.96x against 0.89x-0.92x). Between 1.9 and 2.9 it
-#   went both ways, and the rule leaves that range to the Triton kernel: 4 heads of 8192 and 2
-#   and 3 of 16384 0.93x-0.96x against 0.92x-0.93x, but 8, 10 and 12 heads of 4096 and 6 of
-#   8192 0.85x-0.90x against 0.91x-0.92x (-paths-d64-*).
+#   the split Triton kernel. The Triton kernel won at 0.5 to 0.7 per SM (1.01x-1.58x against
+#   0.93x-0.95x), at 1.2 to 1.5 (1.10x-1.24x against 0.93x; on 5 and 6 heads of 4096 cuDNN
+#   takes as long as on 8) and from 3.9 on (0.95x-0.96x against 0.89x-0.92x). Between 1.9
+#   and 2.9 it went both ways, and the rule leaves that range to the Triton kernel: 4 heads of
+#   8192 and 2 and 3 of 16384 0.93x-0.96x against 0.92x-0.93x, but 8, 10 and 12 heads of
+#   4096 and 6 of 8192 0.85x-0.90x against 0.91x-0.92x (-paths-d64-*).
 # - d = 64 with a mask: 1.1 to 4 per SM. 5 heads of 4096 and 3 of 8192 (1.2, 1.5 per SM) 1.15x
 #   and 1.28x against 1.01x and 1.07x; about 2 and 4 per SM (N = 4096 to 16384) 0.93x-1.51x
-#   against 0.87x-1.16x, but for 3 heads of 16384 (2.9 per SM, 0.99x against 1.01x). At 1.0
-#   per SM and below the split Triton kernel wins (1.05x-1.34x against 0.95x-0.97x); at 8 and
-#   beyond it won too (N = 4096: 0.95x against 0.90x; N = 8192: a tie at 8, 0.95x against
-#   0.93x at 16), but for N = 16384, where the Hopper path still won at 8 and 16 (1.07x and
-#   0.99x against 0.96x and 0.95x).
+#   against 0.87x-1.16x, but for 3 heads of 16384 (2.9 per SM, 0.99x against 1.01x) and 8
+#   heads of 4096 (1.9 per SM, 0.97x against 0.98x, -paths-d64-*). At 1.0 per SM and below
+#   the split Triton kernel wins (1.05x-2.00x against 0.95x-0.97x); at 8 and beyond it won too
+#   (N = 4096: 0.95x against 0.88x-0.90x; N = 8192: about a tie at 8, 0.94x against 0.95x,
+#   then 0.95x against 0.91x-0.93x at 16 and 31), but for N = 16384, where the Hopper path
+#   still won at 8 and 16 (1.07x and 0.99x against 0.96x and 0.95x).
 _WARP_SPECIALIZED_PER_SM = {  # (head dim, causal): (from, to) programs of 128 rows per SM
     (128, False): (0.7, math.inf), (128, True): (0.9, math.inf),
     (64, False): (0.9, 1.0), (64, True): (1.1, 4.0)}

@@ -1,0 +1,85 @@
+"""Catch stores past the end of an output on a GPU.
+
+Under Triton's interpreter every load and store is bounds-checked (checks/device.py), so a
+tail stored without its mask fails there with "out-of-bounds store". On a GPU the same store
+lands silently in whatever memory follows the output, often the unused end of the allocator's
+block, and the values the check compares are all right: the mistake passes.
+
+`guard_tails` closes that gap. While it is active, every tensor a torch factory (torch.empty,
+empty_like, zeros, ...) creates with the output's dtype and element count is allocated with a
+guard band of GUARD_BYTES behind it, filled with CANARY, in the same allocation (so a stray
+store lands in memory we own and can read, not in someone else's). After the call,
+`Guard.overrun()` reads every band back and reports the first one that changed.
+
+Only the bytes behind a tensor are watched: a store before its start, or one more than
+GUARD_BYTES past its end, is not seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+CANARY = 0xA5  # 0xA5A5 is -0.0221 in float16, a NaN-free value no softmax or sum here stores
+GUARD_BYTES = 64 * 1024  # one program's tile past the end: 128 rows of 128 float32 is 64 KiB
+
+# The factories learner code allocates outputs with (dispatcher names, as a dispatch mode sees
+# them). The result of each is copied into the guarded allocation, so zeros stay zeros.
+_FACTORIES = {
+    "aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
+    "aten.new_empty.default", "aten.new_empty_strided.default", "aten.zeros.default",
+    "aten.zeros_like.default", "aten.new_zeros.default", "aten.full.default",
+    "aten.full_like.default", "aten.new_full.default",
+}
+
+
+class Guard:
+    """The guarded allocations of one call: (tensor's shape, its storage bytes, the allocation)."""
+
+    def __init__(self):
+        self.allocations: list[tuple[tuple[int, ...], int, object]] = []
+
+    def overrun(self, out=None) -> str | None:
+        """None when every guard band is intact, else a sentence naming the first overrun."""
+        for shape, used, allocation in self.allocations:
+            band = allocation[used:].cpu()
+            changed = (band != CANARY).nonzero()
+            if len(changed) == 0:
+                continue
+            first, last = int(changed[0]), int(changed[-1])
+            owner = "its output"
+            if out is None or out.untyped_storage().data_ptr() != allocation.data_ptr():
+                owner = f"a {tuple(shape)} tensor it allocated"
+            return (f"wrote past the end of {owner}: bytes {first} to {last} behind the last "
+                    f"element changed ({len(changed)} of the {GUARD_BYTES}-byte guard band)")
+        return None
+
+
+@contextlib.contextmanager
+def guard_tails(numel: int, dtype, device_type: str = "cuda"):
+    """Guard every factory-made tensor of `numel` elements of `dtype` on `device_type`."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    guard = Guard()
+
+    class Guarded(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            made = func(*args, **(kwargs or {}))
+            if (str(func) not in _FACTORIES or not isinstance(made, torch.Tensor)
+                    or made.device.type != device_type or made.dtype != dtype
+                    or made.numel() != numel or numel == 0):
+                return made
+            # Bytes the tensor can reach: its last element's offset, plus one element.
+            reach = 1 + sum((size - 1) * stride for size, stride in zip(made.shape, made.stride(),
+                                                                         strict=True))
+            used = reach * made.element_size()
+            allocation = torch.full((used + GUARD_BYTES,), CANARY, dtype=torch.uint8,
+                                    device=made.device)
+            guarded = torch.empty(0, dtype=made.dtype, device=made.device)
+            guarded.set_(allocation.untyped_storage(), 0, made.shape, made.stride())
+            guarded.copy_(made)
+            guard.allocations.append((tuple(made.shape), used, allocation))
+            return guarded
+
+    with Guarded():
+        yield guard

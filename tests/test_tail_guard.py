@@ -1,0 +1,107 @@
+"""The GPU tail guard (checks/tail_guard.py), exercised on CPU tensors.
+
+The guard is switched on for CUDA runs only, but its mechanism (a canary band behind every
+factory-made tensor of the output's size) is device-agnostic, so CI can test it here. A store
+past the end is simulated through the tensor's storage, which the guard made longer.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from checks.context import CheckContext
+from checks.core import CheckFailed
+from checks.tail_guard import CANARY, GUARD_BYTES, guard_tails
+
+
+def _write_past_end(out: torch.Tensor, elements: int) -> None:
+    """What an unmasked tail store does: write `elements` values right behind the tensor."""
+    raw = torch.empty(0, dtype=out.dtype).set_(out.untyped_storage())
+    raw[out.numel():out.numel() + elements] = 1.0
+
+
+def _add(x, y, *, overrun=0):
+    out = torch.empty_like(x)
+    torch.add(x, y, out=out)
+    if overrun:
+        _write_past_end(out, overrun)
+    return out
+
+
+def test_an_intact_guard_band_reports_nothing_and_the_values_are_the_callers():
+    x = torch.randn(1000)
+    with guard_tails(1000, torch.float32, "cpu") as guard:
+        out = _add(x, x)
+        zeros = torch.zeros(1000)
+    assert guard.overrun(out) is None
+    assert len(guard.allocations) == 2  # the output and the zeros: same size and dtype
+    torch.testing.assert_close(out, 2 * x)
+    assert bool((zeros == 0).all()), "a guarded factory keeps its values"
+    assert out.untyped_storage().nbytes() == 4000 + GUARD_BYTES
+
+
+@pytest.mark.parametrize("overrun", [1, 24])
+def test_a_store_past_the_end_is_named_with_its_bytes(overrun):
+    x = torch.randn(1000)
+    with guard_tails(1000, torch.float32, "cpu") as guard:
+        out = _add(x, x, overrun=overrun)
+    message = guard.overrun(out)
+    assert message is not None
+    assert "past the end of its output" in message
+    assert f"bytes 0 to {4 * overrun - 1} behind the last element" in message
+
+
+def test_strided_outputs_are_guarded_behind_their_furthest_element():
+    x = torch.randn(8, 5).t()  # (5, 8), strides (1, 5)
+    with guard_tails(40, torch.float32, "cpu") as guard:
+        out = torch.empty_like(x)  # empty_like keeps the transposed strides
+        out.copy_(x)
+    assert out.stride() == x.stride() and guard.overrun(out) is None
+    _write_past_end(out, 1)
+    assert "bytes 0 to 3" in guard.overrun(out)
+
+
+def test_other_sizes_dtypes_and_computed_tensors_are_not_guarded():
+    x = torch.randn(1000)
+    with guard_tails(1000, torch.float32, "cpu") as guard:
+        torch.empty(999)
+        torch.empty(1000, dtype=torch.float16)
+        x * 2  # not a factory
+    assert guard.allocations == []
+
+
+def test_the_band_starts_as_canary():
+    with guard_tails(3, torch.float16, "cpu") as guard:
+        torch.empty(3, dtype=torch.float16)
+    (_, used, allocation), = guard.allocations
+    assert used == 6 and bool((allocation[used:] == CANARY).all())
+
+
+@pytest.fixture
+def cuda_context(monkeypatch):
+    """A CheckContext that takes the CUDA branch of ctx.call, its tensors on the CPU."""
+    ctx = CheckContext("cpu", seed=0, key="tail-guard")
+    ctx.device = "cuda"
+    for name in ("synchronize", "reset_peak_memory_stats"):
+        monkeypatch.setattr(torch.cuda, name, lambda *a, **k: None)
+    for name in ("memory_allocated", "max_memory_allocated"):
+        monkeypatch.setattr(torch.cuda, name, lambda *a, **k: 0)
+    return ctx
+
+
+def test_ctx_call_fails_a_tail_stored_past_the_end_on_a_gpu(cuda_context):
+    x = torch.randn(1000)
+    out = cuda_context.call(_add, x, x, expect_shape=(1000,), expect_dtype="float32")
+    torch.testing.assert_close(out, 2 * x)
+    with pytest.raises(CheckFailed) as failed:
+        cuda_context.call(_add, x, x, overrun=3, expect_shape=(1000,), expect_dtype="float32")
+    assert "_add wrote past the end of its output" in str(failed.value)
+    assert failed.value.hint.startswith("tail not masked")
+
+
+def test_ctx_call_does_not_guard_inside_track_allocations(cuda_context):
+    x = torch.randn(1000)
+    with cuda_context.track_allocations() as log:
+        cuda_context.call(_add, x, x, expect_shape=(1000,), expect_dtype="float32")
+    assert log and all(shape == (1000,) for shape, _ in log), "no guard band in the log"
