@@ -116,8 +116,8 @@ class CheckContext:
 
         FAIL (with the reason named) when it raises, writes an input, returns a non-tensor,
         returns an input (or a view of one), or returns the wrong shape, dtype or device. On a
-        GPU, given the expected shape and dtype, also when it stores past the end of a tensor
-        of the output's size that it allocated (checks/tail_guard.py: the interpreter's own
+        GPU, given the expected shape and dtype, also when it stores outside a tensor of the
+        output's size that it allocated (checks/tail_guard.py: the interpreter's own
         bounds check catches that everywhere else).
         """
         torch = self.torch
@@ -131,8 +131,8 @@ class CheckContext:
         overrun = guard.overrun(out if isinstance(out, torch.Tensor) else None) if guard else None
         if overrun:
             raise CheckFailed(f"{label} {overrun}",
-                              hint="tail not masked: a store reached past the end of a tensor "
-                                   "(the lanes beyond the size need a mask)")
+                              hint="tail not masked (or a wrong offset or stride): a store "
+                                   "reached outside the tensor; mask the lanes beyond the size")
         for i, (t, saved) in enumerate(zip(inputs, before, strict=True)):
             if not _bitwise_equal(t, saved):
                 raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",

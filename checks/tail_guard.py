@@ -1,4 +1,4 @@
-"""Catch stores past the end of an output on a GPU.
+"""Catch stores outside an output on a GPU (an unmasked tail, a wrong offset).
 
 Under Triton's interpreter every load and store is bounds-checked (checks/device.py), so a
 tail stored without its mask fails there with "out-of-bounds store". On a GPU the same store
@@ -6,13 +6,13 @@ lands silently in whatever memory follows the output, often the unused end of th
 block, and the values the check compares are all right: the mistake passes.
 
 `guard_tails` closes that gap. While it is active, every tensor a torch factory (torch.empty,
-empty_like, zeros, ...) creates with the output's dtype and element count is allocated with a
-guard band of GUARD_BYTES behind it, filled with CANARY, in the same allocation (so a stray
-store lands in memory we own and can read, not in someone else's). After the call,
-`Guard.overrun()` reads every band back and reports the first one that changed.
+empty_like, zeros, ...) creates with the output's dtype and element count is placed between
+two guard bands of GUARD_BYTES, filled with CANARY, in one allocation (so a stray store lands
+in memory we own and can read, not in someone else's). After the call, `Guard.overrun()`
+reads the bands back and reports the first one that changed.
 
-Only the bytes behind a tensor are watched: a store before its start, or one more than
-GUARD_BYTES past its end, is not seen.
+Only the bands are watched: a store more than GUARD_BYTES outside the tensor is not seen, and
+neither is a load (only the interpreter sees those).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ _FACTORIES = {
 
 
 class Guard:
-    """The guarded allocations of one call: (tensor's shape, its storage bytes, the allocation)."""
+    """The guarded allocations of one call: (tensor's shape, its bytes, the whole allocation,
+    laid out as GUARD_BYTES of canary, the tensor's bytes, GUARD_BYTES of canary)."""
 
     def __init__(self):
         self.allocations: list[tuple[tuple[int, ...], int, object]] = []
@@ -41,16 +42,21 @@ class Guard:
     def overrun(self, out=None) -> str | None:
         """None when every guard band is intact, else a sentence naming the first overrun."""
         for shape, used, allocation in self.allocations:
-            band = allocation[used:].cpu()
-            changed = (band != CANARY).nonzero()
-            if len(changed) == 0:
-                continue
-            first, last = int(changed[0]), int(changed[-1])
-            owner = "its output"
-            if out is None or out.untyped_storage().data_ptr() != allocation.data_ptr():
-                owner = f"a {tuple(shape)} tensor it allocated"
-            return (f"wrote past the end of {owner}: bytes {first} to {last} behind the last "
-                    f"element changed ({len(changed)} of the {GUARD_BYTES}-byte guard band)")
+            owner = f"a {shape} tensor it allocated"
+            if out is not None and out.untyped_storage().data_ptr() == allocation.data_ptr():
+                owner = "its output"
+            before = (allocation[:GUARD_BYTES].cpu() != CANARY).nonzero()
+            after = (allocation[GUARD_BYTES + used:].cpu() != CANARY).nonzero()
+            if len(after):
+                first, last = int(after[0]) + 1, int(after[-1]) + 1  # counted from 1
+                return (f"wrote past the end of {owner}: bytes {first} to {last} behind its "
+                        f"last element changed ({len(after)} of the {GUARD_BYTES}-byte guard "
+                        "band)")
+            if len(before):
+                first, last = GUARD_BYTES - int(before[-1]), GUARD_BYTES - int(before[0])
+                return (f"wrote before the start of {owner}: bytes {first} to {last} before its "
+                        f"first element changed ({len(before)} of the {GUARD_BYTES}-byte guard "
+                        "band)")
         return None
 
 
@@ -73,10 +79,12 @@ def guard_tails(numel: int, dtype, device_type: str = "cuda"):
             reach = 1 + sum((size - 1) * stride for size, stride in zip(made.shape, made.stride(),
                                                                          strict=True))
             used = reach * made.element_size()
-            allocation = torch.full((used + GUARD_BYTES,), CANARY, dtype=torch.uint8,
-                                    device=made.device)
+            allocation = torch.full((GUARD_BYTES + used + GUARD_BYTES,), CANARY,
+                                    dtype=torch.uint8, device=made.device)
             guarded = torch.empty(0, dtype=made.dtype, device=made.device)
-            guarded.set_(allocation.untyped_storage(), 0, made.shape, made.stride())
+            # The tensor starts GUARD_BYTES in: 64 KiB keeps every alignment a kernel relies on.
+            guarded.set_(allocation.untyped_storage(), GUARD_BYTES // made.element_size(),
+                         made.shape, made.stride())
             guarded.copy_(made)
             guard.allocations.append((tuple(made.shape), used, allocation))
             return guarded

@@ -15,17 +15,22 @@ from checks.core import CheckFailed
 from checks.tail_guard import CANARY, GUARD_BYTES, guard_tails
 
 
-def _write_past_end(out: torch.Tensor, elements: int) -> None:
-    """What an unmasked tail store does: write `elements` values right behind the tensor."""
+def _write_outside(out: torch.Tensor, elements: int) -> None:
+    """What an unmasked tail store does: write `elements` values right behind the tensor (or,
+    negative, right before it: an offset off by some rows)."""
     raw = torch.empty(0, dtype=out.dtype).set_(out.untyped_storage())
-    raw[out.numel():out.numel() + elements] = 1.0
+    start = out.storage_offset()
+    if elements > 0:
+        raw[start + out.numel():start + out.numel() + elements] = 1.0
+    else:
+        raw[start + elements:start] = 1.0
 
 
 def _add(x, y, *, overrun=0):
     out = torch.empty_like(x)
     torch.add(x, y, out=out)
     if overrun:
-        _write_past_end(out, overrun)
+        _write_outside(out, overrun)
     return out
 
 
@@ -38,7 +43,8 @@ def test_an_intact_guard_band_reports_nothing_and_the_values_are_the_callers():
     assert len(guard.allocations) == 2  # the output and the zeros: same size and dtype
     torch.testing.assert_close(out, 2 * x)
     assert bool((zeros == 0).all()), "a guarded factory keeps its values"
-    assert out.untyped_storage().nbytes() == 4000 + GUARD_BYTES
+    assert out.untyped_storage().nbytes() == GUARD_BYTES + 4000 + GUARD_BYTES
+    assert out.data_ptr() % 16 == 0, "the tensor keeps a TMA-friendly alignment"
 
 
 @pytest.mark.parametrize("overrun", [1, 24])
@@ -49,7 +55,15 @@ def test_a_store_past_the_end_is_named_with_its_bytes(overrun):
     message = guard.overrun(out)
     assert message is not None
     assert "past the end of its output" in message
-    assert f"bytes 0 to {4 * overrun - 1} behind the last element" in message
+    assert f"bytes 1 to {4 * overrun} behind its last element" in message
+
+
+def test_a_store_before_the_start_is_named_with_its_bytes():
+    x = torch.randn(1000)
+    with guard_tails(1000, torch.float32, "cpu") as guard:
+        out = _add(x, x, overrun=-2)
+    assert "wrote before the start of its output: bytes 1 to 8 before its first element" in (
+        guard.overrun(out))
 
 
 def test_strided_outputs_are_guarded_behind_their_furthest_element():
@@ -58,8 +72,8 @@ def test_strided_outputs_are_guarded_behind_their_furthest_element():
         out = torch.empty_like(x)  # empty_like keeps the transposed strides
         out.copy_(x)
     assert out.stride() == x.stride() and guard.overrun(out) is None
-    _write_past_end(out, 1)
-    assert "bytes 0 to 3" in guard.overrun(out)
+    _write_outside(out, 1)
+    assert "bytes 1 to 4 behind" in guard.overrun(out)
 
 
 def test_other_sizes_dtypes_and_computed_tensors_are_not_guarded():
@@ -75,7 +89,9 @@ def test_the_band_starts_as_canary():
     with guard_tails(3, torch.float16, "cpu") as guard:
         torch.empty(3, dtype=torch.float16)
     (_, used, allocation), = guard.allocations
-    assert used == 6 and bool((allocation[used:] == CANARY).all())
+    assert used == 6 and len(allocation) == 2 * GUARD_BYTES + 6
+    assert bool((allocation[:GUARD_BYTES] == CANARY).all())
+    assert bool((allocation[GUARD_BYTES + used:] == CANARY).all())
 
 
 @pytest.fixture
@@ -98,6 +114,7 @@ def test_ctx_call_fails_a_tail_stored_past_the_end_on_a_gpu(cuda_context):
         cuda_context.call(_add, x, x, overrun=3, expect_shape=(1000,), expect_dtype="float32")
     assert "_add wrote past the end of its output" in str(failed.value)
     assert failed.value.hint.startswith("tail not masked")
+    assert "_add" not in failed.value.hint
 
 
 def test_ctx_call_does_not_guard_inside_track_allocations(cuda_context):
