@@ -7,7 +7,7 @@
     python3 tools/probe_attention_wgmma.py paths 64        # the reference's two paths, many grids
     python3 tools/probe_attention_wgmma.py paths-few 64 128  # the same on grids short of SMs
     python3 tools/probe_attention_wgmma.py paths-check     # the path rule against its predecessor
-    python3 tools/probe_attention_wgmma.py paths-check --rest  # ... on the grids not yet timed
+    python3 tools/probe_attention_wgmma.py paths-check --rest  # ... on the other 17 grids whose path changed
 
 (Run `check` under `timeout`: a kernel whose barriers never complete hangs its process.)
 
