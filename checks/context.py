@@ -2,7 +2,7 @@
 
 `ctx.call(...)` is where the robustness rules of the check contract live, once for every
 workshop: inputs must come back bitwise unchanged, the output must be a fresh tensor of the
-promised shape, dtype and device, nothing may be stored past its end, and a crash in learner
+promised shape, dtype and device, nothing may be stored outside it, and a crash in learner
 code becomes a FAIL naming the file and line.
 """
 
@@ -160,7 +160,7 @@ class CheckContext:
 
     @contextlib.contextmanager
     def _tail_guard(self, expect_shape, expect_dtype):
-        """On a GPU, a guard band behind the output (checks/tail_guard.py); elsewhere None:
+        """On a GPU, guard bands around the output (checks/tail_guard.py); elsewhere None:
         the interpreter bounds-checks every store itself. Off inside track_allocations, whose
         log and peak memory must see the learner's allocations only."""
         if self.device != "cuda" or expect_shape is None or expect_dtype is None or self._tracking:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 
-CANARY = 0xA5  # 0xA5A5 is -0.0221 in float16, a NaN-free value no softmax or sum here stores
+# Every float dtype reads the canary as a small negative number (float16 -0.022, bfloat16 and
+# float32 about -2.9e-16): no softmax stores it, and anything else only by chance.
+CANARY = 0xA5
 GUARD_BYTES = 64 * 1024  # one program's tile past the end: 128 rows of 128 float32 is 64 KiB
 
 # The factories learner code allocates outputs with (dispatcher names, as a dispatch mode sees

@@ -1,8 +1,8 @@
 """The GPU tail guard (checks/tail_guard.py), exercised on CPU tensors.
 
-The guard is switched on for CUDA runs only, but its mechanism (a canary band behind every
+The guard is switched on for CUDA runs only, but its mechanism (canary bands around every
 factory-made tensor of the output's size) is device-agnostic, so CI can test it here. A store
-past the end is simulated through the tensor's storage, which the guard made longer.
+outside the tensor is simulated through its storage, which the guard made longer.
 """
 
 from __future__ import annotations
