@@ -21,7 +21,6 @@ def graph_medians_us(fns, plan) -> list[float]:
             t.close()
 
 
-
 def time_against_copy_in_sets(calls: dict, title: str, plan, bytes_ratio: float = 1.0,
                               sets: int = 3) -> None:
     """Time every call (the first is a copy) in `sets` separate sets of interleaved graph
@@ -35,6 +34,7 @@ def time_against_copy_in_sets(calls: dict, title: str, plan, bytes_ratio: float 
         for i, (label, us) in enumerate(zip(calls, medians, strict=True)):
             share = 1.0 if i == 0 else bytes_ratio * medians[0] / us
             print(f"   {us:8.1f} us  {share:5.3f} of copy  {label}", flush=True)
+
 
 def sdpa_cudnn(q, k, v, causal: bool):
     """A zero-argument call of torch's SDPA pinned to the cuDNN backend on (H, N, d) q, k, v:

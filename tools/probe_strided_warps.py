@@ -17,8 +17,8 @@ still misses (16384 and 32768 positions; 8192 as a control), all with smem=True 
 given explicitly: (block_r, block_i, num_warps) = the default (512, 64, 4), 2 warps, and the
 other shapes that fit 64 KiB of 16-bit values with 4 warps (256 x 64, 256 x 128, 512 x 32,
 1024 x 32). The slice shapes were last compared on 2026-11-30 with 8 warps for the long ones
-(diagnostics/probe-strided-gluon-tiles-*), before the chunked wait. Written in the twentieth
-session after its device time was spent: not yet run.
+(diagnostics/probe-strided-gluon-tiles-*), before the chunked wait; this comparison's output
+is diagnostics/probe-strided-slices-*.
 """
 
 from __future__ import annotations
