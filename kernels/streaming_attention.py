@@ -679,14 +679,16 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 #   0.5 per SM (one head of 8192) the Triton kernel's 4 key splits win, 1.35x against 1.01x,
 #   and so they did on one head of 24576 (1.5 per SM, 4 splits of 6144 keys: 1.06x against
 #   1.00x), the one such exception measured (-paths-one-head-*).
-# - d = 128 with a mask: from 0.9 per SM on two heads or more, from 1.1 on one. 2 to 6 heads
+# - d = 128 with a mask: from 0.9 per SM on two heads or more, from 1.3 on one. 2 to 6 heads
 #   of 4096-16384 (1.0 to 2.9 per SM): 1.07x-1.73x against 0.88x-1.41x (4 heads of 4096 1.09x
 #   against 0.94x); from 3.9 per SM 1.04x-1.37x against 0.86x-1.10x (across runs). One head
 #   of 16384 (1.0 per SM) stays with the key splits, 1.49x against 1.03x: a causal grid's
-#   programs differ in length, and this path has no splits to even them out; one head of
-#   24576 to 65536 (1.5 to 3.9 per SM) took the Hopper path's side again, 1.28x-1.56x
-#   against 1.02x-1.27x (-paths-one-head-*). Below 0.9 the splits win (3 heads of 4096:
-#   1.11x against 1.07x).
+#   programs differ in length, and this path has no splits to even them out. So did one
+#   head of 18432-21504 (1.09 to 1.27 per SM: 1.34x-1.47x against 1.19x-1.29x); at 22528
+#   (1.33 per SM) the two tied (1.32x-1.33x against 1.33x), and one head of 24576 to 65536
+#   (1.5 to 3.9 per SM) took the Hopper path's side again, 1.28x-1.56x against 1.02x-1.27x
+#   (-paths-one-head-*, -paths-edges-*, -paths-one-head-edge-*). Below 0.9 the splits win (3
+#   heads of 4096: 1.11x against 1.07x).
 # - d = 64 without a mask: 0.9 to 1.0 per SM, one wave of 128-row programs. 4 heads of 4096,
 #   2 of 8192, 1 of 16384 (128 programs each): 0.93x-0.94x against 0.87x / 0.89x / 0.93x for
 #   the split Triton kernel. The Triton kernel won at 0.5 to 0.7 per SM (1.01x-1.58x against
@@ -706,7 +708,7 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 _WARP_SPECIALIZED_PER_SM = {  # (head dim, causal): (from, to) programs of 128 rows per SM
     (128, False): (0.7, math.inf), (128, True): (0.9, math.inf),
     (64, False): (0.9, 1.0), (64, True): (1.1, 4.0)}
-_WARP_SPECIALIZED_ONE_CAUSAL_HEAD = 1.1  # d = 128, causal, one head: from this many per SM
+_WARP_SPECIALIZED_ONE_CAUSAL_HEAD = 1.3  # d = 128, causal, one head: from this many per SM
 
 
 def _warp_specialize_problem(q, tma_problem: str | None, interp: bool) -> str | None:

@@ -195,9 +195,10 @@ def test_attention_split_workspace_stays_far_below_a_score_matrix(h200):
     # d = 128 without a mask: from 0.7 programs (of 128 rows) per SM
     (16, 4096, 128, False, True), (1, 16384, 128, False, True), (3, 4096, 128, False, True),
     (1, 8192, 128, False, False),
-    # d = 128 with a mask: from 0.9 per SM on two heads or more, from 1.1 on one
+    # d = 128 with a mask: from 0.9 per SM on two heads or more, from 1.3 on one
     (4, 4096, 128, True, True), (2, 8192, 128, True, True), (16, 4096, 128, True, True),
     (64, 8192, 128, True, True), (3, 4096, 128, True, False), (1, 16384, 128, True, False),
+    (1, 20480, 128, True, False), (1, 21504, 128, True, False), (1, 22528, 128, True, True),
     (1, 24576, 128, True, True), (1, 65536, 128, True, True),
     # d = 64 without a mask: 0.9 to 1.0 per SM, one wave
     (4, 4096, 64, False, True), (2, 8192, 64, False, True), (1, 16384, 64, False, True),
