@@ -326,8 +326,8 @@ _HOST_DESCRIPTOR_WORK = 2**34
 # pointer loads at 12 of the 15 plans where the launcher built them on the device. There,
 # pointer loads took 6-11% less time at every 64-row tile at d = 128, and 1-15% less at d = 64
 # without a mask; at d = 64 with a causal mask they need one more pipeline stage (4; at 3 they
-# lost up to 10%), and then took 2-15% less, except on one head of 16384 (1% more). The
-# 128 x 64 tile at d = 128 (one head of 8192, no mask) took 21% more on pointers: it keeps TMA.
+# lost up to 10%), and then took 1-15% less, except on one head of 16384 (1% more). The
+# 128 x 64 tile at d = 128 (one head of 8192, no mask) took 20% more on pointers: it keeps TMA.
 # The rule was then checked against the plan before it on every problem it changes among 1
 # head of 1024-16384, 2 of 8192 and 4 of 4096, both 16-bit
 # dtypes (diagnostics/probe-attention-pointers-check-*): 0.79-1.00x the time, 1.005-1.008x on
@@ -677,16 +677,19 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 # - d = 128 without a mask: from 0.7 programs per SM. 0.97x-1.06x on 1 to 64 heads against
 #   0.64x-0.95x for the Triton kernel (3 heads of 4096, 0.7 per SM: 1.01x against 0.81x); at
 #   0.5 per SM (one head of 8192) the Triton kernel's 4 key splits win, 1.35x against 1.01x,
-#   and so they did on one head of 24576 (1.5 per SM, 4 splits of 6144 keys: 1.06x against
-#   1.00x), the one such exception measured (-paths-one-head-*).
+#   and so they did on one head of 18432-20480 (1.09 to 1.21 per SM: 1.12x-1.15x against
+#   1.01x) and of 24576 (1.5 per SM: 1.04x-1.06x against 1.00x-1.01x), but not on 16384,
+#   21504, 22528 or from 32768 on (0.79x-0.98x against 1.00x-1.01x): where the key splits win
+#   depends on how the split count suits the length, which a threshold per SM cannot express
+#   (-paths-one-head-*, -paths-edges-*, -paths-one-head-edge-*).
 # - d = 128 with a mask: from 0.9 per SM on two heads or more, from 1.3 on one. 2 to 6 heads
 #   of 4096-16384 (1.0 to 2.9 per SM): 1.07x-1.73x against 0.88x-1.41x (4 heads of 4096 1.09x
 #   against 0.94x); from 3.9 per SM 1.04x-1.37x against 0.86x-1.10x (across runs). One head
 #   of 16384 (1.0 per SM) stays with the key splits, 1.49x against 1.03x: a causal grid's
 #   programs differ in length, and this path has no splits to even them out. So did one
 #   head of 18432-21504 (1.09 to 1.27 per SM: 1.34x-1.47x against 1.19x-1.29x); at 22528
-#   (1.33 per SM) the two tied (1.32x-1.33x against 1.33x), and one head of 24576 to 65536
-#   (1.5 to 3.9 per SM) took the Hopper path's side again, 1.28x-1.56x against 1.02x-1.27x
+#   (1.33 per SM) the two tied (1.30x-1.33x against 1.31x-1.33x), and one head of 24576 to
+#   65536 (1.5 to 3.9 per SM) took the Hopper path's side again, 1.28x-1.56x against 1.02x-1.31x
 #   (-paths-one-head-*, -paths-edges-*, -paths-one-head-edge-*). Below 0.9 the splits win (3
 #   heads of 4096: 1.11x against 1.07x).
 # - d = 64 without a mask: 0.9 to 1.0 per SM, one wave of 128-row programs. 4 heads of 4096,
@@ -699,8 +702,9 @@ def _tma_problem(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, interp: bool
 #   4096 and 6 of 8192 0.85x-0.90x against 0.91x-0.92x (-paths-d64-*).
 # - d = 64 with a mask: 1.1 to 4 per SM. 5 heads of 4096 and 3 of 8192 (1.2, 1.5 per SM) 1.15x
 #   and 1.28x against 1.01x and 1.07x; about 2 and 4 per SM (N = 4096 to 16384) 0.93x-1.51x
-#   against 0.87x-1.16x, but for 3 heads of 16384 (2.9 per SM, 0.99x against 1.01x) and 8
-#   heads of 4096 (1.9 per SM, 0.97x against 0.98x, -paths-d64-*). At 1.0 per SM and below
+#   against 0.87x-1.16x, but for 3 heads of 16384 (2.9 per SM, 0.99x against 1.01x), 3 of
+#   12288 (2.2 per SM, 1.006x against 1.130x, -paths-edges-*) and 8 of 4096 (1.9 per SM, 0.97x
+#   against 0.98x in -paths-d64-*, 0.97x against 0.94x in -paths-*). At 1.0 per SM and below
 #   the split Triton kernel wins (1.05x-2.00x against 0.95x-0.97x); at 8 and beyond it won too
 #   (N = 4096: 0.95x against 0.88x-0.90x; N = 8192: about a tie at 8, 0.94x against 0.95x,
 #   then 0.95x against 0.91x-0.93x at 16 and 31), but for N = 16384, where the Hopper path
