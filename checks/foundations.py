@@ -139,7 +139,7 @@ def row_softmax_extreme(ctx, impl, case):
           doc="every row sums to 1 within n * eps/2 of the output dtype")
 def rows_sum_to_one(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=2.0)
-    out = ctx.call(impl.row_softmax, x)
+    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     ctx.assert_rows_sum_to_one(out, -1, case.dtype,
                                hint="the denominator must be the sum over the real columns")
 
@@ -187,7 +187,7 @@ def cuda_stream(ctx, impl, case):
         busy = torch.randn((4096, 4096), device="cuda")
         _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
         x = source * 1  # x is written on the side stream, after the busy work
-        out = ctx.call(impl.row_softmax, x)
+        out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     stream.synchronize()
     ctx.assert_close(out, _softmax64(source), name="row_softmax on a side stream",
                      diagnose=[lambda g, e, bad: "launched on the default stream instead of the "

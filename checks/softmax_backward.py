@@ -436,7 +436,8 @@ def backward_fp32_reduction(ctx, impl, case):
 def backward_fresh_output(ctx, impl, case):
     x64, y, dy = _inputs(ctx, case.shape, case.dtype, 0, "transposed", "sliced")
     first = _check_vjp(ctx, impl, y, dy, 0, _autograd64(x64, dy, 0))  # ctx.call checks inputs
-    second = ctx.call(impl.softmax_backward, y, dy, 0)
+    second = ctx.call(impl.softmax_backward, y, dy, 0, expect_shape=y.shape,
+                      expect_dtype=case.dtype)
     if first.data_ptr() == second.data_ptr():
         ctx.fail("two calls returned the same memory", hint="allocate a fresh output every call")
     # y passed as dy as well (aliased inputs): d<y, softmax(x)>/dx with dy = y
@@ -455,7 +456,8 @@ def backward_no_dense_jacobian(ctx, impl, case):
     width = case.shape[case.dim]
     x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim)
     with ctx.track_allocations() as log:
-        out = ctx.call(impl.softmax_backward, y, dy, case.dim)
+        out = ctx.call(impl.softmax_backward, y, dy, case.dim, expect_shape=y.shape,
+                       expect_dtype=case.dtype)
     big = [(shape, str(dtype)) for shape, dtype in log if math.prod(shape) >= width * width]
     if big:
         ctx.fail(f"softmax_backward created {len(big)} tensor(s) with >= width^2 = {width ** 2} "
@@ -679,7 +681,8 @@ def cuda_stream(ctx, impl, case):
         busy = torch.randn((4096, 4096), device="cuda")
         _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
         y, dy = y_src * 1, dy_src * 1  # written on the side stream, after the busy work
-        out = ctx.call(impl.softmax_backward, y, dy, -1)
+        out = ctx.call(impl.softmax_backward, y, dy, -1, expect_shape=y.shape,
+                       expect_dtype=case.dtype)
     stream.synchronize()
     ctx.assert_close(out, expected, atol=_atol(y_src, dy_src, -1, expected),
                      name="softmax_backward on a side stream",

@@ -531,7 +531,8 @@ def chunk_invariance(ctx, impl, case):
                            expect_shape=(case.shape[0], n_chunks), label=f"partial_stats(chunk={chunk})")
         m_row, s_row = _call_stats(ctx, impl.merge_stats, m, s, expect_shape=(case.shape[0],),
                                    label="merge_stats(m, s)")
-        y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=case.shape)
+        y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=case.shape,
+                     expect_dtype=case.dtype)
         if first is None:
             first = (case.chunks[0], m_row, s_row, y)
             continue
@@ -561,7 +562,8 @@ def forward_launches(ctx, impl, case):
     x = ctx.randn(case.shape, "float32")
     kwargs = {} if case.chunk is None else {"chunk": case.chunk}
     with ctx.count_launches() as log:
-        y = ctx.call(impl.split_softmax, x, **kwargs)
+        y = ctx.call(impl.split_softmax, x, **kwargs, expect_shape=case.shape,
+                     expect_dtype="float32")
     if len(log) != 3:
         ctx.fail(f"split_softmax launched {len(log)} kernel(s): {log}; expected exactly 3",
                  hint="one launch per stage: partial_stats, merge_stats, normalize (no extra "
@@ -580,8 +582,10 @@ def forward_launches(ctx, impl, case):
 def forward_fresh(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
     # ctx.call fails if x changed or if y shares memory with x.
-    y1 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape)
-    y2 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape)
+    y1 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape,
+                  expect_dtype=case.dtype)
+    y2 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape,
+                  expect_dtype=case.dtype)
     if y1.data_ptr() == y2.data_ptr():
         ctx.fail("two calls returned the same output tensor",
                  hint="outputs must be freshly allocated on every call (no cached buffer)")
@@ -617,7 +621,7 @@ def forward_extreme(ctx, impl, case):
         x = ctx.randn(shape, "float64", scale=3.0, device="cpu")
         x[:, chunk:2 * chunk] = float("-inf")
     x = x.to(dtype).to(ctx.torch_device)
-    y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=shape)
+    y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=shape, expect_dtype=dtype)
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
         lambda g, e, bad: ("a chunk of only -inf gave NaN: its max is -inf and exp(-inf - (-inf)) "
                            "is NaN; shift by 0 when m = -inf so the chunk's state is (-inf, 0)"
@@ -695,7 +699,7 @@ def cuda_stream(ctx, impl, case):
         for _ in range(4):
             busy = busy @ busy  # keep the side stream busy, so a launch elsewhere would race
         x = source * 1  # x is written on the side stream, after the busy work
-        y = ctx.call(impl.split_softmax, x)
+        y = ctx.call(impl.split_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     stream.synchronize()
     ctx.assert_close(y, _softmax64(source), name="split_softmax on a side stream",
                      diagnose=[lambda g, e, bad: "a stage launched on the default stream instead "

@@ -950,7 +950,8 @@ def cuda_stream(ctx, impl, case):
         busy = torch.randn((4096, 4096), device="cuda")
         _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
         q, k, v = (s * 1 for s in sources)  # written on the side stream, after the busy work
-        out = ctx.call(impl.attention, q, k, v, causal=case.causal)
+        out = ctx.call(impl.attention, q, k, v, causal=case.causal, expect_shape=q.shape,
+                       expect_dtype=case.dtype)
     stream.synchronize()
     q, k, v = sources
     rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, case.d ** -0.5))
