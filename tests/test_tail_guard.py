@@ -122,3 +122,20 @@ def test_ctx_call_does_not_guard_inside_track_allocations(cuda_context):
     with cuda_context.track_allocations() as log:
         cuda_context.call(_add, x, x, expect_shape=(1000,), expect_dtype="float32")
     assert log and all(shape == (1000,) for shape, _ in log), "no guard band in the log"
+
+
+def test_every_ctx_call_in_the_checks_names_the_outputs_shape_and_dtype():
+    """The guard needs both (CheckContext._tail_guard): a call site without them would run
+    unguarded on a GPU, and a store past its output's end would pass there."""
+    import ast
+    from pathlib import Path
+
+    unguarded = []
+    for path in sorted(Path(__file__).resolve().parents[1].joinpath("checks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "call" and getattr(node.func.value, "id", None) == "ctx"):
+                named = {keyword.arg for keyword in node.keywords}
+                if not {"expect_shape", "expect_dtype"} <= named:
+                    unguarded.append(f"{path.name}:{node.lineno}")
+    assert not unguarded, f"ctx.call without expect_shape and expect_dtype: {unguarded}"
