@@ -39,9 +39,9 @@ Limitations
   reduction only for short rows (up to 2048) and walks longer ones in two passes, split over
   several programs per strip when there are few strips; float32 rows of up to 32768 on a GPU
   take the exchange instead (one read), 16-bit ones its shared-memory version on compute
-  capability 9.x. 16-bit transposed rows longer than 4096 stay under 0.6 of the copy
-  bandwidth (on the H200, graph timing: about 0.62 at 4096, falling to about 0.5 at 32768;
-  the validation report gives every run's numbers and says why). Very wide contiguous rows
+  capability 9.x. 16-bit transposed rows longer than 8192 stay under 0.6 of the copy
+  bandwidth (on the H200, graph timing: about 0.63 at 4096 and 8192, just under 0.6 at 16384,
+  about 0.53 at 32768; the validation report gives every run's numbers and says why). Very wide contiguous rows
   with few of them leave most of the GPU idle on path A: that is the split softmax
   workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
@@ -125,9 +125,10 @@ _SPLIT_PROGRAMS = 1024
 # _EXCHANGE_MAX_AUTO positions. H200 probe (graph timing, 2^26-element transposed views,
 # diagnostics/probe-strided-exchange-*): float32 0.77 / 0.74 / 0.69 / 0.61 of copy at 4096 /
 # 8192 / 16384 / 32768 positions, against 0.56 for the two-kernel split; float16 0.47 at best,
-# as the split, and 0.33-0.40 at 32768 (a program moves half the bytes for the same fixed chain
-# of ticket, load, publish, wait, merge, store, and the chain's latency dominates), so 16-bit
-# inputs take the shared-memory exchange below where they can.
+# as the split, and 0.19-0.40 at 32768 across the slice shapes probed (a program moves half
+# the bytes for the same fixed chain of ticket, load, publish, wait, merge, store, and the
+# chain's latency dominates), so 16-bit inputs take the shared-memory exchange below where
+# they can.
 _EXCHANGE_TILE = 8192
 _EXCHANGE_MIN_SLICE = 256
 _EXCHANGE_SLICES = 64

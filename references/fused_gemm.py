@@ -16,7 +16,8 @@ What you will practise
 Two kernels, one contract
 - `gemm_bias_relu_kernel`: the lesson's kernel. Pointer-based, masked, one program per tile, any
   strides (transposed and sliced operands work without a copy). Runs everywhere, the CPU
-  interpreter included. The exercises live here and in the two helpers it shares.
+  interpreter included. The exercises live here and in the three helpers it calls
+  (`_tile_coords`, `_epilogue`, `_store_tile`), which the persistent kernel calls too.
 - `gemm_bias_relu_persistent_kernel`: an optional Hopper path. A persistent grid (one program per
   SM, each looping over tiles in grouped order) that loads A and B through TMA tensor
   descriptors, which also zero-fill the tails so the K loop needs no masks, and stores C through
@@ -659,7 +660,8 @@ def gemm_bias_relu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None =
                    stage_unaligned: bool | None = None) -> torch.Tensor:
     """relu(a @ b + bias) (ReLU optional): float32 accumulation and epilogue, one rounding.
 
-    a: (M, K) and b: (K, N), one dtype, float16 or bfloat16, any strides (never copied).
+    a: (M, K) and b: (K, N), one dtype, float16 or bfloat16, any strides (read in place, but
+    see stage_unaligned: large operands whose rows are not 16-byte aligned are copied).
     bias: (N,) float32, or None. Returns a new contiguous (M, N) tensor of a's dtype. K may be
     0: the result is then relu(bias) broadcast over the rows (or zeros) and A and B are not read.
     Knobs (None: `default_config` for this shape): block_m, block_n, block_k (powers of two in

@@ -6,8 +6,9 @@ What you will learn
   J^T dy = y * dy - y <y, dy> = y * (dy - <dy, y>): one dot product per row, then an
   elementwise formula. Three tensors move (y and dy in, dx out) instead of N^2 values per row.
 - One program per row, the row held in registers when it fits; a loop over column tiles when it
-  does not (then y and dy are read twice; the benchmark's looped rows run at about 3/5 of the
-  copy rate, what five transfers instead of three give, so the second read mostly misses L2).
+  does not (then y and dy are read twice; the benchmark's looped rows run at about 2/3 of the
+  copy rate, a little above the 3/5 that five transfers instead of three give, so the second
+  read mostly misses L2).
 - A column-tile path for the layout where the *independent* dimension is the contiguous one
   (dim=0 of a row-major tensor, or dim=-1 of a transposed view): a program takes BLOCK_M
   neighbouring rows, so every load of the tile is coalesced, and walks the reduced dimension.
