@@ -40,8 +40,8 @@ Limitations
   several programs per strip when there are few strips; float32 rows of up to 32768 on a GPU
   take the exchange instead (one read), 16-bit ones its shared-memory version on compute
   capability 9.x. 16-bit transposed rows longer than 8192 stay under 0.6 of the copy
-  bandwidth (on the H200, graph timing: about 0.63 at 4096 and 8192, just under 0.6 at 16384,
-  about 0.53 at 32768; the validation report gives every run's numbers and says why). Very wide contiguous rows
+  bandwidth (on the H200, graph timing: about 0.62 at 4096, 0.63 at 8192, just under 0.6 at
+  16384, 0.52-0.53 at 32768; the validation report gives every run's numbers and says why). Very wide contiguous rows
   with few of them leave most of the GPU idle on path A: that is the split softmax
   workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
