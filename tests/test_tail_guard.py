@@ -7,12 +7,15 @@ outside the tensor is simulated through its storage, which the guard made longer
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 import torch
 
 from checks.context import CheckContext
 from checks.core import CheckFailed
 from checks.tail_guard import CANARY, GUARD_BYTES, guard_tails
+from tests.helpers import ROOT
 
 
 def _write_outside(out: torch.Tensor, elements: int) -> None:
@@ -127,11 +130,8 @@ def test_ctx_call_does_not_guard_inside_track_allocations(cuda_context):
 def test_every_ctx_call_in_the_checks_names_the_outputs_shape_and_dtype():
     """The guard needs both (CheckContext._tail_guard): a call site without them would run
     unguarded on a GPU, and a store past its output's end would pass there."""
-    import ast
-    from pathlib import Path
-
     unguarded = []
-    for path in sorted(Path(__file__).resolve().parents[1].joinpath("checks").glob("*.py")):
+    for path in sorted((ROOT / "checks").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "call" and getattr(node.func.value, "id", None) == "ctx"):
