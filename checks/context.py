@@ -32,6 +32,10 @@ class CheckContext:
         self.tolerance: float | None = None
         self.notes: list[str] = []
         self._tracking = False  # inside track_allocations (no tail guard there)
+        # Outputs of this case's earlier calls, kept alive so that their memory cannot be
+        # handed out again legitimately: a later output in it is a cached buffer.
+        self._earlier_outputs: list[tuple[str, Any]] = []
+        self._earlier_bytes = 0
 
     # -- lazily imported libraries ---------------------------------------------------------------
     @property
@@ -115,10 +119,11 @@ class CheckContext:
         """Call learner code and enforce the contract on its inputs and output.
 
         FAIL (with the reason named) when it raises, writes an input, returns a non-tensor,
-        returns an input (or a view of one), or returns the wrong shape, dtype or device. On a
-        GPU, given the expected shape and dtype, also when it stores outside a tensor of the
-        output's size that it allocated (checks/tail_guard.py: the interpreter's own
-        bounds check catches that everywhere else).
+        returns an input (or a view of one), returns memory that an earlier call of the same
+        case returned (a cached buffer: see expect_fresh), or returns the wrong shape, dtype or
+        device. On a GPU, given the expected shape and dtype, also when it stores outside a
+        tensor of the output's size that it allocated (checks/tail_guard.py: the interpreter's
+        own bounds check catches that everywhere else).
         """
         torch = self.torch
         label = name or getattr(fn, "__name__", "function")
@@ -144,6 +149,7 @@ class CheckContext:
             if _shares_memory(out, t):
                 raise CheckFailed(f"{label} returned one of its inputs (or a view of it)",
                                   hint="outputs must be freshly allocated, e.g. torch.empty(...)")
+        self.expect_fresh(out, label)
         if expect_shape is not None and tuple(out.shape) != tuple(expect_shape):
             raise CheckFailed(f"{label} returned shape {tuple(out.shape)}, expected "
                               f"{tuple(expect_shape)}", hint="wrong output shape")
@@ -157,6 +163,24 @@ class CheckContext:
             raise CheckFailed(f"{label} returned a non-contiguous tensor (strides {out.stride()})",
                               hint="the API promises a new contiguous output")
         return out
+
+    # At most this many bytes of earlier outputs are kept alive per case (memory on a GPU).
+    _EARLIER_OUTPUTS_MAX_BYTES = 256 << 20
+
+    def expect_fresh(self, out, label: str) -> None:
+        """FAIL if `out` lies in memory that an earlier call of this case returned (and the
+        check still holds): a buffer cached across calls, which overwrote that earlier result.
+        Then remember `out` for the calls after it."""
+        for earlier_label, earlier in self._earlier_outputs:
+            if _shares_memory(out, earlier):
+                raise CheckFailed(
+                    f"{label} returned memory that an earlier call's output ({earlier_label}) "
+                    "still holds: that earlier result was overwritten",
+                    hint="outputs must be freshly allocated on every call (no cached buffer)")
+        size = out.untyped_storage().nbytes()
+        if self._earlier_bytes + size <= self._EARLIER_OUTPUTS_MAX_BYTES:
+            self._earlier_outputs.append((label, out))
+            self._earlier_bytes += size
 
     @contextlib.contextmanager
     def _tail_guard(self, expect_shape, expect_dtype):
