@@ -82,15 +82,20 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
         return 0.0, atol
 
     err = (got64 - exp64).abs()
-    allowed = atol + rtol * exp64.abs()
     # Non-finite values: equal infinities of the same sign agree; NaN agrees only with NaN.
+    # Where the reference is not finite nothing else is allowed (without this, rtol * inf
+    # would let any finite value pass where the reference is -inf, and NaN would compare
+    # false both ways).
+    allowed = torch.where(exp64.isfinite(), atol + rtol * exp64.abs(), torch.zeros_like(err))
     both_nan = got64.isnan() & exp64.isnan()
     same_inf = got64.isinf() & exp64.isinf() & (got64.sign() == exp64.sign())
     agree = both_nan | same_inf
     err = torch.where(agree, torch.zeros_like(err), err)
     err = torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
     bad = (err > allowed) & ~agree
-    ratio = err / allowed
+    # error / tolerance, 0 where they agree (0 / 0 would be NaN) and inf past a zero tolerance
+    ratio = torch.where(bad, err / allowed, torch.where(err > 0, err / allowed,
+                                                        torch.zeros_like(err)))
     worst_flat = int(torch.argmax(ratio).item())
     worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst_flat), got64.shape))
     max_error = float(err.reshape(-1)[worst_flat].item())
@@ -110,6 +115,11 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
     inf_got = int((got64.isinf() & ~exp64.isinf()).sum().item())
     if inf_got:
         lines.append(f"{inf_got} Inf where the reference is finite")
+    finite_got = int((got64.isfinite() & ~exp64.isfinite()).sum().item())
+    if finite_got:
+        first = tuple(int(i) for i in (got64.isfinite() & ~exp64.isfinite()).nonzero()[0])
+        lines.append(f"{finite_got} finite values where the reference is Inf or NaN "
+                     f"(first at {first})")
     listed = bad.nonzero()[:max_listed]
     lines.append("first mismatches: " + "; ".join(
         f"{tuple(int(i) for i in idx)} got {got64[tuple(idx)].item():.6g} "

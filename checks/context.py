@@ -132,7 +132,9 @@ class CheckContext:
         with self._tail_guard(expect_shape, expect_dtype) as guard:
             out = call_learner(fn, *args, label=label, **kwargs)
         if self.device == "cuda":
-            torch.cuda.synchronize()
+            # A kernel's fault (an illegal address) surfaces here, at the first sync after the
+            # launch: it is the learner's error too, so it becomes a FAIL with a hint.
+            call_learner(torch.cuda.synchronize, label=f"{label} (its kernels, at the sync)")
         overrun = guard.overrun(out if isinstance(out, torch.Tensor) else None) if guard else None
         if overrun:
             raise CheckFailed(f"{label} {overrun}",

@@ -7,7 +7,7 @@ and sizes smaller than one block; interpreter runs use smaller tables than GPU r
 from __future__ import annotations
 
 from checks.compare import ratio_constant_per_row
-from checks.core import Case, register
+from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "foundations"
 DTYPES = ("float16", "bfloat16", "float32")
@@ -33,6 +33,27 @@ def add_values(ctx, impl, case):
     del torch
 
 
+@register(W, "add.fresh_output", tier="kernel", uses=("add",),
+          cases=[Case(n=1000, dtype="float32")],
+          doc="two calls of one size: the first output keeps its values (no cached buffer)")
+def add_fresh_output(ctx, impl, case):
+    first = [ctx.randn((case.n,), case.dtype) for _ in range(2)]
+    out = ctx.call(impl.add, *first, expect_shape=(case.n,), expect_dtype=case.dtype)
+    expected = first[0].double().cpu() + first[1].double().cpu()
+    ctx.assert_close(out, expected, name="add(x, y), first call")
+    second = [ctx.randn((case.n,), case.dtype) for _ in range(2)]
+    out2 = ctx.call(impl.add, *second, expect_shape=(case.n,), expect_dtype=case.dtype)
+    ctx.assert_close(out2, second[0].double().cpu() + second[1].double().cpu(),
+                     name="add(x, y), second call")
+    ctx.assert_close(out, expected, name="the first call's output, after a second call",
+                     diagnose=[_overwritten])
+
+
+def _overwritten(got, expected, bad):
+    return ("the second call overwrote the first call's output: allocate a fresh output on "
+            "every call (no cached buffer)")
+
+
 def _first_block_only(block: int):
     def diagnose(got, expected, bad):
         idx = bad.nonzero()
@@ -49,7 +70,8 @@ def _softmax_cases(device: str) -> list[Case]:
         shapes = [(1, 1), (3, 5), (8, 17), (64, 1000), (128, 1024), (37, 4097), (256, 16384),
                   (4, 65536), (1823, 781)]
     else:
-        shapes = [(1, 1), (3, 5), (8, 17), (4, 1000), (2, 1024), (3, 4097)]
+        # (1, 65536): the widest row allowed, one block of exactly _MAX_ROW_BLOCK lanes
+        shapes = [(1, 1), (3, 5), (8, 17), (4, 1000), (2, 1024), (3, 4097), (1, 65536)]
     return [Case(shape=s, dtype=d) for s in shapes for d in DTYPES]
 
 
@@ -88,6 +110,32 @@ def _tail_loaded_as_zero(x, block: int):
     return diagnose
 
 
+def _finite_tail_sentinel(x):
+    """Diagnosis: rows whose logits all lie far below 0 (-1e31) lost their mass to the padded
+    lanes, which therefore held a finite value larger than every logit (other=-1e30, or the
+    dtype's lowest number) instead of -inf: they won the max, exp(0) = 1 each joined the sum,
+    and they are never stored."""
+
+    def diagnose(got, expected, bad):
+        width = x.shape[-1]
+        block = 1 << max(width - 1, 0).bit_length()
+        if width == block or not bool(got.isfinite().all()):
+            return None
+        row_max = x.detach().cpu().double().amax(dim=-1)
+        sums = got.sum(dim=-1)
+        lost = (sums < 0.5) & (expected.sum(dim=-1) > 0.5) & (row_max < -1e4) & row_max.isfinite()
+        if not bool(lost.any()):
+            return None
+        r = int(lost.nonzero()[0])
+        return (f"tail padded with a finite value instead of -inf: every logit of row {r} is "
+                f"at most {float(row_max[r]):.3g}, so the {block - width} padded lanes past "
+                f"n_cols = {width}, loaded as a finite number above that (-1e30? the dtype's "
+                "lowest?), won the max and took the row's sum (the stored row sums to "
+                f"{float(sums[r]):.3g}); load them with other=-float(\"inf\")")
+
+    return diagnose
+
+
 def _softmax_diagnoses(width: int, x=None):
     # One block spans the whole row (the next power of two), so the padded lanes are never
     # stored: an unmasked tail shows as a wrong denominator on every column, not as wrong
@@ -108,8 +156,15 @@ def _softmax_diagnoses(width: int, x=None):
           doc="row softmax against float64, ragged widths, all dtypes")
 def row_softmax_values(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
-    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype,
-                   expect_contiguous=True)
+    try:
+        out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype,
+                       expect_contiguous=True)
+    except CheckFailed as exc:
+        if case.shape[1] == 65536 and "ValueError" in exc.message:
+            exc.hint = ("width limit off by one: a row of exactly 65536 columns fills the "
+                        "largest block (65536 lanes) and must be accepted; refuse only n_cols > "
+                        "65536")
+        raise
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)",
                      diagnose=_softmax_diagnoses(case.shape[1], x))
 
@@ -118,20 +173,42 @@ def row_softmax_values(ctx, impl, case):
           cases=[Case(shape=(4, 33), dtype="float16", magnitude=60000.0),
                  Case(shape=(4, 33), dtype="bfloat16", magnitude=1e30),
                  Case(shape=(4, 33), dtype="float32", magnitude=1e4),
+                 # logits in -(0.9..1) * 1e31 on a ragged width: the padded lanes must be -inf,
+                 # since any finite stand-in (-1e30, say) lies above every one of them
+                 # (float16 cannot show it: its -1e30 is -inf)
+                 Case(shape=(4, 33), dtype="float32", magnitude=-1e31),
+                 Case(shape=(4, 33), dtype="bfloat16", magnitude=-1e31),
                  Case(shape=(3, 8), dtype="float32", magnitude=0.0)],
-          doc="huge finite logits (max subtraction) and rows of identical values")
+          doc="huge finite logits (max subtraction), logits near -1e31 (the tail's -inf) and "
+              "rows of identical values")
 def row_softmax_extreme(ctx, impl, case):
     torch = ctx.torch
     if case.magnitude:
-        # Values spread over [0.9, 1] * magnitude: exp(x) overflows without the max shift.
+        # Values spread over [0.9, 1] * magnitude: exp(x) overflows without the max shift
+        # (a positive magnitude), or every logit lies below any finite tail padding (-1e31).
         x = ctx.rand_like_distinct(case.shape, "float64", 0.9, 1.0) * case.magnitude
         x = x.to(getattr(torch, case.dtype))
     else:
         x = torch.full(case.shape, 3.25, dtype=getattr(torch, case.dtype), device=ctx.torch_device)
     out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
+        _finite_tail_sentinel(x),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
                            if bool(g.isnan().any() | g.isinf().any()) else None)])
+
+
+@register(W, "row_softmax.fresh_output", tier="kernel", uses=("row_softmax",),
+          cases=[Case(shape=(4, 33), dtype="float32")],
+          doc="two calls of one shape: the first output keeps its values (no cached buffer)")
+def row_softmax_fresh_output(ctx, impl, case):
+    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+    ctx.assert_close(out, _softmax64(x), name="row_softmax(x), first call")
+    x2 = ctx.randn(case.shape, case.dtype, scale=3.0)
+    out2 = ctx.call(impl.row_softmax, x2, expect_shape=case.shape, expect_dtype=case.dtype)
+    ctx.assert_close(out2, _softmax64(x2), name="row_softmax(x2), second call")
+    ctx.assert_close(out, _softmax64(x), name="the first call's output, after a second call",
+                     diagnose=[_overwritten])
 
 
 @register(W, "row_softmax.rows_sum_to_one", tier="kernel", uses=("row_softmax",),
@@ -150,6 +227,14 @@ def bad_calls(ctx, impl, case):
     torch = ctx.torch
     dev = ctx.torch_device
     x = ctx.randn((4, 8))
+    # add reads both inputs as flat memory: a strided view would pair the wrong elements.
+    contiguous = ("add reads x and y as flat memory (element k at offset k): a non-contiguous "
+                  "view (x.t(), a slice) must be refused with a ValueError that says "
+                  "'contiguous', or add pairs the wrong elements")
+    _refuses(ctx, contiguous, impl.add, x, ctx.randn((8, 4)).t(), mentions=["contiguous"],
+             what="add: non-contiguous y")
+    _refuses(ctx, contiguous, impl.add, ctx.randn((8, 4)).t(), x, mentions=["contiguous"],
+             what="add: non-contiguous x")
     ctx.expect_error(impl.add, x, ctx.randn((4, 9)), mentions=["y"], what="add: shape mismatch")
     ctx.expect_error(impl.add, x, x.half(), mentions=["y"], what="add: dtype mismatch")
     ctx.expect_error(impl.add, x, [1, 2], mentions=["y"], what="add: y not a tensor")
@@ -162,6 +247,11 @@ def bad_calls(ctx, impl, case):
                      mentions=["x"], what="row_softmax: integer dtype")
     ctx.expect_error(impl.row_softmax, x.t(), mentions=["contiguous"],
                      what="row_softmax: non-contiguous")
+    warps = ("num_warps must be a power of two from 1 to 32 (Triton lays a program's threads "
+             "out in powers of two): refuse any other value with a ValueError naming num_warps")
+    for bad in (3, 64):
+        _refuses(ctx, warps, impl.row_softmax, x, num_warps=bad, mentions=["num_warps"],
+                 what=f"row_softmax: num_warps={bad}")
     # Tensors without dense memory behind (pointer, strides), and a view whose memory holds the
     # values before a lazy negation (user code makes one with `z.conj().imag`).
     ctx.expect_error(impl.add, x, x.to_sparse(), mentions=["y", "dense"], what="add: sparse y")
@@ -172,6 +262,18 @@ def bad_calls(ctx, impl, case):
     if ctx.device == "cuda":
         ctx.expect_error(impl.row_softmax, x.cpu(), mentions=["cuda"],
                          what="row_softmax: CPU tensor on a GPU run")
+
+
+def _refuses(ctx, hint, fn, *args, **kwargs):
+    """ctx.expect_error, with `hint` (the rule the call breaks) when the launcher did not
+    refuse the call itself: no error at all, or another kind (on a GPU, Triton's own
+    AssertionError for num_warps=3)."""
+    try:
+        ctx.expect_error(fn, *args, **kwargs)
+    except CheckFailed as exc:
+        if "no error was raised" in exc.message or "expected TypeError" in exc.message:
+            exc.hint = hint
+        raise
 
 
 @register(W, "cuda.stream", tier="cuda", uses=("row_softmax",),
@@ -192,3 +294,46 @@ def cuda_stream(ctx, impl, case):
     ctx.assert_close(out, _softmax64(source), name="row_softmax on a side stream",
                      diagnose=[lambda g, e, bad: "launched on the default stream instead of the "
                                "current one (read x before it was written)"])
+
+
+@register(W, "cuda.int64_offsets", tier="cuda", uses=("add",), cases=[Case(dtype="float16")],
+          doc="add over 2^31 + 4096 elements (4 GiB float16 tensors): int64 offsets",
+          timeout=600)
+def cuda_int64_offsets(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    # 2^31 + 4096 elements: the last four blocks of 1024 start past 2^31, where pid * BLOCK
+    # wraps to a negative int32.
+    n = (1 << 31) + 4096
+    gen = torch.Generator(device="cuda").manual_seed(ctx.case_seed)
+    try:
+        x = torch.randn((n,), device="cuda", dtype=torch.float16, generator=gen)
+        y = torch.randn((n,), device="cuda", dtype=torch.float16, generator=gen)
+    except torch.cuda.OutOfMemoryError:
+        raise Unavailable("needs about 30 GB of free GPU memory") from None
+    overflow = ("offsets overflowed 32 bits: pid * BLOCK wraps past 2^31 in int32; widen the "
+                "program id to int64 (tl.program_id(0).to(tl.int64)) before the multiply")
+    try:
+        out = ctx.call(impl.add, x, y, expect_shape=(n,), expect_dtype=case.dtype)
+    except CheckFailed as exc:
+        text = f"{exc.message} {exc.hint}".lower()
+        if any(s in text for s in ("illegal", "out-of-bounds", "outside", "before the start",
+                                   "past the end")):
+            exc.hint = f"{overflow} ({exc.hint})" if exc.hint else overflow
+        raise
+    except Exception as exc:  # noqa: BLE001 - a fault the synchronize after the call reports
+        if "illegal" not in str(exc).lower():
+            raise
+        from checks.context import describe_exception
+
+        raise CheckFailed(f"add over {n} elements raised {describe_exception(exc)}",
+                          hint=f"{overflow} (the CUDA context is now unusable: restart the "
+                               "process)") from exc
+    # Compare slices (float64 on the CPU): the start, and the last 3 * 4096 elements, which
+    # straddle 2^31 and end at the tail.
+    for start, stop in ((0, 4096), (n - 3 * 4096, n)):
+        expected = x[start:stop].double().cpu() + y[start:stop].double().cpu()
+        ctx.assert_close(out[start:stop], expected, name=f"add(x, y)[{start}:{stop}] of {n}",
+                         diagnose=[lambda g, e, bad: overflow])
+    del x, y, out
+    torch.cuda.empty_cache()

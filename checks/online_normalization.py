@@ -205,6 +205,14 @@ HINT_SYMMETRY = ("merge not symmetric: merge(a, b) and merge(b, a) differ in the
                  "sa*exp(ma - m) + sb*exp(mb - m) gives identical bits in both orders (a "
                  "rearranged form, e.g. (sa + sb*exp(mb - ma)) * exp(ma - m), does not, and "
                  "can overflow)")
+HINT_CHUNK_SOFTMAX = ("chunk normalised with its own statistics: normalise a chunk with the "
+                      "merged state's m and s, not the chunk's own: softmax([0, 1], "
+                      "from_values([0, 1, 2, 3])) must be exp([0, 1] - 3) / s = [0.03206, "
+                      "0.08714], not the chunk's own softmax or exp(x - max(x)) / s")
+HINT_FAR_SIDE = ("far-below side dropped: merge(State(0, 1), State(-37, 1e12)) must be "
+                 "State(0, 1 + 1e12 * exp(-37)) = State(0, 1.0000853...); every side counts, "
+                 "however far below its maximum (exp of a very negative gap underflows to 0 "
+                 "by itself, so no shortcut is needed)")
 
 
 def _diagnose(impl) -> str | None:
@@ -256,6 +264,25 @@ def _diagnose(impl) -> str | None:
         ab, ba = attempt(impl.merge, a, b), attempt(impl.merge, b, a)
         if ab is None or ba is None or _bits(ab) != _bits(ba):
             return HINT_SYMMETRY
+    # A side far below the other still adds its rescaled sum (no "negligible" shortcut).
+    far = (attempt(State, 0.0, 1.0), attempt(State, -37.0, 1e12))
+    if None not in far:
+        want = 1.0 + 1e12 * math.exp(-37.0)
+        for got in (attempt(impl.merge, *far), attempt(impl.merge, *far[::-1])):
+            if got is not None and _is_state(impl, got) and got.m == 0.0 \
+                    and abs(got.s - want) > 1e-9 * want:
+                return HINT_FAR_SIDE
+    # softmax of a chunk with the whole row's state: the row's m and s, not the chunk's own.
+    whole = attempt(State, 3.0, sum(math.exp(-k) for k in range(4)))
+    if whole is not None and getattr(impl, "softmax", None) is not None:
+        full = attempt(impl.softmax, np.array([0.0, 1.0, 2.0, 3.0]), whole)
+        part = attempt(impl.softmax, np.array([0.0, 1.0]), whole)
+        truth = np.exp(np.array([-3.0, -2.0])) / whole.s
+        row_ok = (isinstance(full, np.ndarray) and full.shape == (4,)
+                  and bool(np.allclose(full[:2], truth, rtol=1e-12, atol=0.0)))
+        if row_ok and not (isinstance(part, np.ndarray) and part.shape == (2,)
+                           and bool(np.allclose(part, truth, rtol=1e-12, atol=0.0))):
+            return HINT_CHUNK_SOFTMAX
     return None
 
 
@@ -362,6 +389,58 @@ def merge_commutative(ctx, impl, case):
                       f"b = {b!r} ({kind} row)", HINT_SYMMETRY)
     ctx.max_error, ctx.tolerance = 0.0, 0.0  # bit for bit
     ctx.note(f"{pairs} pairs compared bit for bit")
+
+
+def _exact_merge(a, b) -> float:
+    """s of merge(a, b) for two non-empty states, in 50-digit decimal arithmetic: the inputs are
+    floats (exact in decimal), so float() of the result is the correctly rounded s."""
+    from decimal import Context, Decimal, localcontext
+
+    with localcontext(Context(prec=DECIMAL_DIGITS)):
+        m = Decimal(max(a.m, b.m))
+        total = (Decimal(a.s) * (Decimal(a.m) - m).exp()
+                 + Decimal(b.s) * (Decimal(b.m) - m).exp())
+        return float(total)
+
+
+# (m_a, s_a, m_b, s_b): the lower side's share of the merged s is visible in float64 although
+# its maximum lies far below (exp(-37) ~ 8.5e-17): a skipped side is off by far more than the
+# rounding budget. 131072 values at -37 next to one value at 0 is a real row (s_b <= count).
+FAR_PAIRS = ((0.0, 1.0, -37.0, 1e12), (0.0, 1.0, -37.0, 131072.0), (0.0, 1.0, -36.0, 4096.0),
+             (5.0, 2.5, -45.5, 1e20), (1000.0, 1.0, 300.0, 1e300), (-3.0, 7.0, -700.0, 1e300),
+             (0.0, 1.0, -60.0, 2.0 ** 80), (2.5, 1.0, -200.0, 1e90))
+
+
+@register(W, "merge.far_apart", tier="cpu", uses=("merge",),
+          doc="merge of states whose maxima are far apart (gaps 36 to 697) == exact, both orders")
+def merge_far_apart(ctx, impl, case):
+    State = impl.State
+    checked = 0
+    for ma, sa, mb, sb in FAR_PAIRS:
+        a, b = State(ma, sa), State(mb, sb)
+        want = _exact_merge(a, b)
+        gap = abs(ma - mb)
+        # The lower side's factor exp(-gap) has relative error <= gap*U (rounding of the gap)
+        # + EXP_ULPS*2U (exp), then one rounding each for its product and the sum; the side
+        # holding the maximum is exact (exp(0) = 1). A factor 2 covers second-order terms.
+        tol = 2 * (gap + 2 * EXP_ULPS + 2) * U
+        for left, right in ((a, b), (b, a)):
+            got = _call(ctx, impl, "merge", left, right)
+            what = f"merge({left}, {right})"
+            if not _is_state(impl, got):
+                _fail(ctx, impl, f"{what} returned {type(got).__name__}, expected a State",
+                      "return State(m, s)")
+            if got.m != max(ma, mb):
+                _fail(ctx, impl, f"{what}: m = {got.m!r}, expected {max(ma, mb)!r}",
+                      "m must be the maximum of all values: max(a.m, b.m) in a merge")
+            rel = abs(got.s - want) / want
+            if ctx.max_error is None or rel > ctx.max_error:
+                ctx.max_error, ctx.tolerance = rel, tol
+            if not rel <= tol:
+                _fail(ctx, impl, f"{what}: s = {got.s!r}, exact {want!r}: relative error "
+                      f"{rel:.3g} > {tol:.3g}", HINT_FAR_SIDE)
+            checked += 1
+    ctx.note(f"{checked} merges of far-apart states")
 
 
 def _partition_cases(device):
@@ -478,7 +557,8 @@ def log_sum_exp_high_precision(ctx, impl, case):
 
 @register(W, "softmax.high_precision", tier="cpu", uses=("from_values", "merge", "softmax"),
           cases=_value_cases,
-          doc="softmax vs 50-digit decimal, every element; all -inf rows give zeros")
+          doc="softmax vs 50-digit decimal, every element, whole row and chunk by chunk with "
+              "the row's state; all -inf rows give zeros")
 def softmax_high_precision(ctx, impl, case):
     import numpy as np
 
@@ -487,46 +567,66 @@ def softmax_high_precision(ctx, impl, case):
     exact = Exact(x)
     expected = np.array(exact.p, dtype=np.float64)
     for state, merges, how in _states_for(ctx, impl, rng, x):
-        before = x.copy()
-        got = _call(ctx, impl, "softmax", x, state)
-        if not np.array_equal(before, x):
-            _fail(ctx, impl, "softmax wrote into its input x", "never write the input")
-        if not isinstance(got, np.ndarray) or got.shape != x.shape:
-            _fail(ctx, impl, f"softmax returned {type(got).__name__} "
-                  f"{getattr(got, 'shape', '')}, expected a float64 array of shape {x.shape}",
-                  "return exp(x - m) / s as a new array")
-        if np.shares_memory(got, x):
-            _fail(ctx, impl, "softmax returned its input (or a view of it)",
-                  "return a freshly allocated array")
-        got = got.astype(np.float64)
-        if np.isnan(got).any():
-            i = int(np.flatnonzero(np.isnan(got))[0])
-            _fail(ctx, impl, f"softmax with {how} has NaN at index {i} (x[{i}] = {x[i]!r}, "
-                  f"state {state})", "the empty state (all -inf row) gives zeros, not "
-                  "exp(-inf - (-inf)) / 0 = NaN" if exact.empty else "")
-        # Per element: the gap d = m - x rounds once (relative error d*U after exp), exp is
-        # within EXP_ULPS ulps, s carries its merge budget, the division rounds once. The
-        # absolute floor covers results in the subnormal range (a few steps of 2^-1074).
-        gaps = np.where(np.isfinite(x), exact.m - x, 0.0) if not exact.empty else np.zeros_like(x)
-        rtol = s_tolerance(exact.n, merges) + (gaps + 2 * EXP_ULPS + 1) * U
-        atol = 2.0 ** -1068
-        err = np.abs(got - expected)
-        allowed = atol + rtol * np.abs(expected)
-        if err.size:
-            worst = int(np.argmax(err / allowed))
-            if ctx.max_error is None or err[worst] > ctx.max_error:
-                ctx.max_error, ctx.tolerance = float(err[worst]), float(allowed[worst])
-            bad = np.flatnonzero(~(err <= allowed))
-            if bad.size:
-                i = int(bad[np.argmax((err / allowed)[bad])])
-                _fail(ctx, impl, f"softmax(x, {how}): {bad.size} of {x.size} values outside "
-                      f"tolerance; worst at index {i}: x = {x[i]!r}, got {got[i]!r}, expected "
-                      f"{expected[i]!r}, |error| {err[i]:.3g} > {allowed[i]:.3g}",
-                      "softmax(x, state) = exp(x - m) / s")
+        _check_softmax(ctx, impl, x, state, expected, exact, merges, f"softmax(x, {how})")
+        # Chunk by chunk with the whole row's state, as split softmax normalises each chunk:
+        # softmax(x[lo:hi], state) is exactly p[lo:hi] (the row's m and s, not the chunk's).
+        chunks = [c for c in _partition(rng, x.size) if c[1] > c[0]]
+        if len(chunks) < 2 and x.size >= 2:
+            chunks = [(0, x.size // 2), (x.size // 2, x.size)]
+        if len(chunks) < 2:
+            continue
+        for lo, hi in chunks:
+            _check_softmax(ctx, impl, x[lo:hi], state, expected[lo:hi], exact, merges,
+                           f"softmax(x[{lo}:{hi}], {how} of the whole row)",
+                           offset=lo, chunk=True)
+
+
+def _check_softmax(ctx, impl, x, state, expected, exact, merges, what, *, offset=0,
+                   chunk=False):
+    """softmax(x, state) against the exact values `expected`, every element."""
+    import numpy as np
+
+    before = x.copy()
+    got = _call(ctx, impl, "softmax", x, state)
+    if not np.array_equal(before, x):
+        _fail(ctx, impl, "softmax wrote into its input x", "never write the input")
+    if not isinstance(got, np.ndarray) or got.shape != x.shape:
+        _fail(ctx, impl, f"{what} returned {type(got).__name__} "
+              f"{getattr(got, 'shape', '')}, expected a float64 array of shape {x.shape}",
+              "return exp(x - m) / s as a new array")
+    if np.shares_memory(got, x):
+        _fail(ctx, impl, f"{what} returned its input (or a view of it)",
+              "return a freshly allocated array")
+    got = got.astype(np.float64)
+    fallback = (HINT_CHUNK_SOFTMAX if chunk else "softmax(x, state) = exp(x - m) / s")
+    if np.isnan(got).any():
+        i = int(np.flatnonzero(np.isnan(got))[0])
+        _fail(ctx, impl, f"{what} has NaN at index {offset + i} (x = {x[i]!r}, state {state})",
+              "the empty state (all -inf row) gives zeros, not exp(-inf - (-inf)) / 0 = NaN"
+              if exact.empty else fallback)
+    # Per element: the gap d = m - x rounds once (relative error d*U after exp), exp is
+    # within EXP_ULPS ulps, s carries its merge budget, the division rounds once. The
+    # absolute floor covers results in the subnormal range (a few steps of 2^-1074).
+    gaps = np.where(np.isfinite(x), exact.m - x, 0.0) if not exact.empty else np.zeros_like(x)
+    rtol = s_tolerance(exact.n, merges) + (gaps + 2 * EXP_ULPS + 1) * U
+    atol = 2.0 ** -1068
+    err = np.abs(got - expected)
+    allowed = atol + rtol * np.abs(expected)
+    if err.size:
+        worst = int(np.argmax(err / allowed))
+        if ctx.max_error is None or err[worst] > ctx.max_error:
+            ctx.max_error, ctx.tolerance = float(err[worst]), float(allowed[worst])
+        bad = np.flatnonzero(~(err <= allowed))
+        if bad.size:
+            i = int(bad[np.argmax((err / allowed)[bad])])
+            _fail(ctx, impl, f"{what}: {bad.size} of {x.size} values outside tolerance; worst "
+                  f"at index {offset + i}: x = {x[i]!r}, got {got[i]!r}, expected "
+                  f"{expected[i]!r}, |error| {err[i]:.3g} > {allowed[i]:.3g}", fallback)
 
 
 @register(W, "bad_calls", tier="cpu", uses=EXERCISES,
-          doc="non-States, NaN, +inf, 2-D rows, negative s raise TypeError/ValueError")
+          doc="non-States, NaN, +inf, 2-D and bool rows, bad or inconsistent (m, s) raise "
+              "TypeError/ValueError")
 def bad_calls(ctx, impl, case):
     import numpy as np
 
@@ -546,6 +646,13 @@ def bad_calls(ctx, impl, case):
          (0.0, 0.5), ValueError, ["s"]),
         ("State: a string", State, ("0", 1.0), TypeError, ["m"]),
         ("State: an int beyond float64", State, (10 ** 400, 1.0), ValueError, ["m"]),
+        ("State: m = -inf with s = 1 (mass without a maximum)", State, (-math.inf, 1.0),
+         ValueError, ["s", "empty"],
+         "State accepts m = -inf with s > 0: the empty state is exactly (-inf, 0.0), so "
+         "m = -inf needs s = 0 and s = 0 needs m = -inf (test both directions)"),
+        ("State: s = +inf", State, (0.0, math.inf), ValueError, ["s", "finite"],
+         "State accepts s = +inf: a sum of finitely many terms in [0, 1] is finite; refuse "
+         "an infinite s as well as NaN and negative ones"),
         ("from_values: 2-D", impl.from_values, (np.ones((2, 3)),), ValueError, ["1-D"]),
         ("from_values: 0-D", impl.from_values, (np.float64(1.0),), ValueError, ["1-D"]),
         ("from_values: NaN entry", impl.from_values, ([1.0, math.nan],), ValueError, ["nan"]),
@@ -553,12 +660,16 @@ def bad_calls(ctx, impl, case):
         ("from_values: strings", impl.from_values, (["a", "b"],), TypeError, ["x"]),
         ("from_values: complex", impl.from_values, (np.ones(3, dtype=complex),), TypeError,
          ["x"]),
+        ("from_values: a bool array", impl.from_values, (np.array([True, False]),), TypeError,
+         ["x", "bool"],
+         "from_values accepts a bool array: True and False are not logits (a mask passed by "
+         "mistake); accept only float and int dtypes (kind 'f', 'i', 'u'), refuse bool"),
         ("softmax: 2-D x", impl.softmax, (np.ones((2, 2)), good), ValueError, ["1-D"]),
         ("softmax: NaN in x", impl.softmax, ([math.nan], good), ValueError, ["nan"]),
         ("softmax: x above the state's maximum", impl.softmax, ([5.0], good), ValueError,
          ["state"]),
     ]
-    for what, fn, args, error, mentions in calls:
+    for what, fn, args, error, mentions, *accepted_hint in calls:
         try:
             with strict():
                 fn(*args)
@@ -573,7 +684,8 @@ def bad_calls(ctx, impl, case):
                      hint="refuse bad calls with a TypeError (wrong kind) or ValueError (bad "
                           "value)")
         else:
-            ctx.fail(f"{what}: no error was raised", hint="validate the arguments first")
+            ctx.fail(f"{what}: no error was raised",
+                     hint=accepted_hint[0] if accepted_hint else "validate the arguments first")
 
 
 _IMPORT_PROBE = r"""

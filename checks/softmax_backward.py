@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from checks.core import Case, register
+from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "softmax_backward"
 DTYPES = ("float16", "bfloat16", "float32")
@@ -178,7 +178,8 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
         if bool((off > 2e-5).any()) and bool((off < 5e-2).all()):
             return ("reduction in fp16/bf16: each row's <dy, y> is off by about "
                     f"{float(off.max()):.1e} of sum|dy y|, the size of a 16-bit rounding; "
-                    "upcast y and dy to float32 before multiplying and summing")
+                    "upcast y and dy to float32 before multiplying and summing, and keep "
+                    "the running sum over column tiles in float32 too")
         return None
 
     def ragged_tail(got, exp, bad):
@@ -406,23 +407,37 @@ def backward_extreme(ctx, impl, case):
 
 
 def _reduction_cases(device: str) -> list[Case]:
-    cases = [Case(shape=(4, 2048), dtype="float16"), Case(shape=(3, 3000), dtype="float16",
-                                                          block_n=1024)]
+    # Every path that sums <dy, y>: one pass (4 x 2048), the row loop (3 x 3000 in column
+    # tiles of 1024) and the column-tile loop (33 x 200 stored transposed: 32 neighbouring
+    # rows per program, the reduced dimension walked in steps of 128). Both 16-bit dtypes on
+    # the looped paths: a dot product rounded to bf16 between tiles is as wrong as an fp16 one.
+    cases = [Case(shape=(4, 2048), dtype="float16")]
+    cases += [Case(shape=(3, 3000), dtype=d, block_n=1024) for d in ("float16", "bfloat16")]
+    cases += [Case(shape=(33, 200), dtype=d, layout="transposed")
+              for d in ("float16", "bfloat16")]
     if device == "cuda":
         cases += [Case(shape=(64, 16384), dtype=d) for d in ("float16", "bfloat16")]
         cases += [Case(shape=(64, 4096), dtype="bfloat16")]
+        # the default looped paths: rows wider than one register tile, and a transposed layout
+        cases += [Case(shape=s, dtype=d) for s in ((64, 32768), (8, 65536))
+                  for d in ("float16", "bfloat16")]
+        cases += [Case(shape=(2048, 1000), dtype=d, layout="transposed")
+                  for d in ("float16", "bfloat16")]
     return cases
 
 
 @register(W, "backward.fp32_reduction", tier="kernel", uses=USES, cases=_reduction_cases,
-          doc="16-bit inputs, dy = 60 + noise: <dy, y> ~ 60 cancels against dy, float32 survives")
+          doc="16-bit inputs, dy = 60 + noise: <dy, y> ~ 60 cancels against dy, float32 survives "
+              "(one pass, row loop and column-tile loop)")
 def backward_fp32_reduction(ctx, impl, case):
     from checks.compare import tolerance_for
 
     knobs = {k: case[k] for k in ("block_n",) if k in case}
+    layout = case.get("layout", "contiguous")
     # dy = 60 + N(0, 1): each dy - <dy, y> is O(1) while <dy, y> ~ 60. An fp16 <dy, y> is only
-    # good to ~eps16 * 60 ~ 0.03 and that error reaches every dx; a float32 one to ~1e-5.
-    _, y, dy = _inputs(ctx, case.shape, case.dtype, -1, dy_shift=60.0)
+    # good to ~eps16 * 60 ~ 0.03 and that error reaches every dx; a float32 one to ~1e-5. (A
+    # float32 sum rounded to bf16 after each tile is worse still: ~eps_bf16 * 60 ~ 0.2.)
+    _, y, dy = _inputs(ctx, case.shape, case.dtype, -1, layout, layout, dy_shift=60.0)
     expected = _vjp64(y, dy, -1)  # the kernel's exact inputs: only its arithmetic is judged
     default = tolerance_for(y.dtype)
     # Beyond one rounding at the store (rtol), only the float32 dot product's own error.
@@ -620,6 +635,43 @@ def autograd_softmax_apply(ctx, impl, case):
                      diagnose=[saved_x] + _diagnoses(y.detach(), dy, case.dim, tol.rtol,
                                                      tol.atol + slack,
                                                      gpu=ctx.device == "cuda"))
+    _expect_inplace_detected(ctx, impl, x_saved, w, case, expected, tol.rtol, tol.atol + slack)
+
+
+INPLACE_HINT = ("y kept on ctx (ctx.y = y) instead of saved: save y with ctx.save_for_backward "
+                "so autograd can detect in-place edits (and read it back with ctx.saved_tensors)")
+
+
+def _expect_inplace_detected(ctx, impl, x_values, w, case, expected, rtol, atol):
+    """y = Softmax.apply(x); y.mul_(2); backward. The saved y has changed under autograd's
+    feet: torch.softmax raises "modified by an inplace operation", and so must Softmax, whose
+    y is saved with ctx.save_for_backward (the saved tensor's version counter is checked).
+    A y kept as ctx.y = y is not checked: backward then reads 2y and returns a wrong gradient
+    without a word. A backward that is right anyway (it kept its own copy of y) passes too."""
+    from checks.context import describe_exception
+
+    x = x_values.clone().requires_grad_(True)
+    try:
+        y = impl.Softmax.apply(x, case.dim)
+        y.mul_(2.0)  # may raise already (a view's in-place edit), which detects it as well
+        _loss(y, w, case.loss).backward()
+    except RuntimeError as exc:
+        text = str(exc).lower()
+        if "inplace" in text or "in-place" in text or "in place" in text:
+            return  # detected, as torch.softmax does
+        ctx.fail(f"after y.mul_(2), backward through Softmax raised "
+                 f"{describe_exception(exc)}, expected autograd's in-place error",
+                 hint=INPLACE_HINT)
+    except Exception as exc:  # noqa: BLE001 - learner code may raise anything
+        ctx.fail(f"after y.mul_(2), backward through Softmax raised "
+                 f"{describe_exception(exc)}, expected autograd's in-place error",
+                 hint=INPLACE_HINT)
+    # No error: acceptable only if the gradient is that of sum(2 softmax(x) * w), 2 * expected.
+    got = x.grad
+    if got is None or not _close(got.detach().cpu().double(), 2.0 * expected, rtol, 2.0 * atol):
+        ctx.fail("y = Softmax.apply(x, dim); y.mul_(2); backward: no error was raised and "
+                 "x.grad is wrong (backward read the edited y); torch.softmax raises "
+                 "\"modified by an inplace operation\" here", hint=INPLACE_HINT)
 
 
 @register(W, "autograd.finite_differences", tier="kernel", uses=USES_AUTOGRAD,
@@ -688,3 +740,73 @@ def cuda_stream(ctx, impl, case):
                      name="softmax_backward on a side stream",
                      diagnose=[lambda g, e, bad: "launched on the default stream instead of the "
                                "current one (read y and dy before they were written)"])
+
+
+# Past 2^31 elements: (262160, 8192) rows reduced along dim -1 start past 2^31 from row 262144
+# on (the row path: row * stride_ym overflows int32); (8193, 262160) reduced along dim 0 puts
+# every column's last element past 2^31 (the column-tile path: the reduced index times its
+# stride 262160 reaches 8192 * 262160 = 2^31 + 2^17). float16: 4.3 GB per tensor.
+_BIG = {"rows": ((262160, 8192), -1), "columns": ((8193, 262160), 0)}
+INT64_HINT = ("offsets overflowed 32 bits: widen the program id (and every index that multiplies "
+              "a stride) to int64 before the multiply; row * stride passes 2^31 in a tensor of "
+              "more than 2^31 elements")
+
+
+@register(W, "cuda.int64_offsets", tier="cuda", uses=USES,
+          cases=[Case(view=v, dtype="float16") for v in _BIG],
+          doc="offsets past 2^31 elements (4.3 GB float16 y, dy and dx): int64 address arithmetic",
+          timeout=600)
+def cuda_int64_offsets(ctx, impl, case):
+    ctx.require_cuda()
+    torch = ctx.torch
+    from checks.compare import tolerance_for
+
+    shape, dim = _BIG[case.view]
+    d = dim % 2
+    dtype = getattr(torch, case.dtype)
+    gen = torch.Generator(device="cuda").manual_seed(ctx.case_seed)
+    try:
+        # y: softmax along `dim`, made in slices of the independent dimension (float32 logits
+        # of one slice at a time, not of the whole tensor); dy = N(0, 1).
+        y = torch.empty(shape, device="cuda", dtype=dtype)
+        n_ind, step = shape[1 - d], 1 << 15
+        for i0 in range(0, n_ind, step):
+            part = y.narrow(1 - d, i0, min(step, n_ind - i0))
+            logits = torch.randn(part.shape, device="cuda", dtype=torch.float32, generator=gen)
+            part.copy_((2.0 * logits).softmax(dim))
+            del logits
+        dy = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+    except torch.cuda.OutOfMemoryError:
+        raise Unavailable("needs about 30 GB of free GPU memory") from None
+    crashed = (INT64_HINT + " (here the kernel read or wrote outside the tensors; the CUDA "
+               "context is now unusable: restart the process)")
+    try:
+        out = ctx.call(impl.softmax_backward, y, dy, dim, expect_shape=shape,
+                       expect_dtype=dtype, expect_contiguous=True)
+    except CheckFailed as exc:
+        if "illegal memory access" in exc.message.lower():
+            exc.hint = crashed
+        raise
+    except Exception as exc:  # noqa: BLE001 - an asynchronous CUDA error surfaces at the sync
+        from checks.context import describe_exception
+
+        if "illegal memory access" not in str(exc).lower():
+            raise
+        raise CheckFailed(f"softmax_backward on {shape} raised {describe_exception(exc)}",
+                          hint=crashed) from exc
+    # Whole softmax rows (slices along dim) at the far ends of the address range, against the
+    # float64 formula on the kernel's exact inputs; nothing larger than a slice leaves the GPU.
+    n_ind = shape[1 - d]
+    first_past = (1 << 31) // shape[1] if d == 1 else 0  # rows path: the first row past 2^31
+    picks = sorted({0, 1, n_ind // 2, first_past - 1, first_past, first_past + 1, n_ind - 2,
+                    n_ind - 1} - {-1})
+    tol = tolerance_for(dtype)
+    for k in picks:
+        y_k, dy_k = y.narrow(1 - d, k, 1), dy.narrow(1 - d, k, 1)
+        expected = _vjp64(y_k, dy_k, dim)
+        atol = tol.atol + _fp32_dot_allowance(y_k, dy_k, dim)
+        ctx.assert_close(out.narrow(1 - d, k, 1), expected, rtol=tol.rtol, atol=atol,
+                         name=f"softmax_backward slice {k} of {n_ind} (dim={dim})",
+                         diagnose=[lambda g, e, bad: INT64_HINT])
+    del y, dy, out
+    torch.cuda.empty_cache()

@@ -222,6 +222,12 @@ def _call_stats(ctx, fn, *args, expect_shape, label, **kwargs):
             if t.data_ptr() == x.data_ptr():
                 ctx.fail(f"{label} returned one of its inputs",
                          hint="outputs must be freshly allocated")
+    # Neither tensor may lie in memory an earlier call of this case returned (a cached buffer).
+    # Two views of one fresh allocation (one workspace for both) are fine: the first tensor's
+    # check covers their shared storage, and checking the second would find the first.
+    ctx.expect_fresh(out[0], f"{label} (first tensor)")
+    if out[1].untyped_storage().data_ptr() != out[0].untyped_storage().data_ptr():
+        ctx.expect_fresh(out[1], f"{label} (second tensor)")
     return out
 
 
@@ -234,18 +240,45 @@ def _partial_cases(device: str) -> list[Case]:
                  ((64, 4097), 1024), ((2, 262147), 4096)]
     else:
         specs = [((1, 4), 4), ((3, 100), 16), ((4, 512), 64), ((2, 4097), 1024)]
-    return [Case(shape=s, chunk=c, dtype=d) for s, c in specs for d in DTYPES]
+    cases = [Case(shape=s, chunk=c, dtype=d) for s, c in specs for d in DTYPES]
+    # Whole chunks of only -inf next to finite values near -200 (exp(-200) underflows float32):
+    # a -inf chunk's state is the identity (-inf, 0), whatever the other chunks hold.
+    return cases + [Case(shape=(2, 14), chunk=4, dtype=d, kind="masked_chunk") for d in DTYPES]
+
+
+HINT_MASKED_M = ("a chunk of only -inf must report m = -inf: its state is the identity "
+                 "(-inf, 0); store the chunk's maximum m, not the shift used in the exponent "
+                 "(0 for such a chunk), or the merge takes 0 as the row's maximum")
+
+
+def _partial_input(ctx, case):
+    if case.get("kind") != "masked_chunk":
+        return ctx.randn(case.shape, case.dtype, scale=3.0)
+    x = ctx.randn(case.shape, "float64", scale=3.0, shift=-200.0, device="cpu")
+    x[:, 0:case.chunk] = float("-inf")  # the first chunk of every row
+    x[1:, 2 * case.chunk:3 * case.chunk] = float("-inf")  # and a middle one of later rows
+    return x.to(getattr(ctx.torch, case.dtype)).to(ctx.torch_device)
 
 
 @register(W, "stats.partial", tier="kernel", uses=("partial_stats",), cases=_partial_cases,
           doc="per (row, chunk) max and exp-sum against float64, ragged last chunk")
 def stats_partial(ctx, impl, case):
-    x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    x = _partial_input(ctx, case)
     n_chunks = -(-case.shape[1] // case.chunk)
     m, s = _call_stats(ctx, impl.partial_stats, x, case.chunk,
                        expect_shape=(case.shape[0], n_chunks), label="partial_stats(x, chunk)")
     m64, s64 = _chunk_stats64(x.detach().cpu().double(), case.chunk)
     tail_hint = _last_chunk_only(case.shape[1], case.chunk)
+    # A chunk of only -inf has m = -inf exactly. (assert_close below lets any value through
+    # where the reference is infinite: 0 * inf tolerance is NaN, so it is checked here.)
+    empty = m64.isinf()
+    got_m = m.detach().cpu().double()
+    wrong = empty & (got_m != m64)
+    if bool(wrong.any()):
+        row, chunk_id = (int(i) for i in wrong.nonzero()[0])
+        ctx.fail(f"partial maxima m: {int(wrong.sum())} chunk(s) of only -inf report m != -inf; "
+                 f"first at (row {row}, chunk {chunk_id}): got {got_m[row, chunk_id].item()!r}",
+                 hint=HINT_MASKED_M)
     # m is a maximum of values float32 holds exactly: no rounding is allowed.
     ctx.assert_close(m, m64, name="partial maxima m", rtol=0.0, atol=0.0, diagnose=[tail_hint])
     ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
@@ -387,7 +420,8 @@ def stats_pipeline(ctx, impl, case):
 def _normalize_cases(device: str) -> list[Case]:
     # The chunks of stats.partial (ragged widths, several chunks per row, one chunk per row),
     # plus the default chunk on a ragged width.
-    return _partial_cases(device) + [Case(shape=(2, 4097), chunk=None, dtype=d) for d in DTYPES]
+    return ([c for c in _partial_cases(device) if "kind" not in c]
+            + [Case(shape=(2, 4097), chunk=None, dtype=d) for d in DTYPES])
 
 
 @register(W, "normalize.values", tier="kernel", uses=("normalize",), cases=_normalize_cases,
@@ -534,7 +568,8 @@ def chunk_invariance(ctx, impl, case):
         y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=case.shape,
                      expect_dtype=case.dtype)
         if first is None:
-            first = (case.chunks[0], m_row, s_row, y)
+            # copies: a later call must not be able to change what it is compared with
+            first = (case.chunks[0], m_row.clone(), s_row.clone(), y.clone())
             continue
         c0, m0, s0, y0 = first
         what = f"chunk={chunk} vs chunk={c0}"
@@ -578,10 +613,12 @@ def forward_launches(ctx, impl, case):
 
 @register(W, "forward.fresh", tier="kernel", uses=STAGES,
           cases=[Case(shape=(4, 100), dtype=d) for d in DTYPES],
-          doc="inputs unchanged, a new output tensor on every call")
+          doc="inputs unchanged, new outputs on every call of every stage (no cached buffer)")
 def forward_fresh(ctx, impl, case):
+    torch = ctx.torch
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
-    # ctx.call fails if x changed or if y shares memory with x.
+    # ctx.call fails if x changed, if y shares memory with x, or if y lies in an earlier call's
+    # output (a cached buffer); _call_stats does the same for the two statistics tensors.
     y1 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape,
                   expect_dtype=case.dtype)
     y2 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape,
@@ -590,6 +627,27 @@ def forward_fresh(ctx, impl, case):
         ctx.fail("two calls returned the same output tensor",
                  hint="outputs must be freshly allocated on every call (no cached buffer)")
     ctx.assert_close(y2, _softmax64(x), name="split_softmax(x), second call",
+                     diagnose=_output_diagnoses(x, 16, case.dtype))
+    # Each stage twice on the same shapes: a buffer cached per shape shows on the second call.
+    n_rows, n_chunks = case.shape[0], -(-case.shape[1] // 16)
+    parts = [_call_stats(ctx, impl.partial_stats, x, 16, expect_shape=(n_rows, n_chunks),
+                         label=f"partial_stats(x, 16), call {i}") for i in (1, 2)]
+    rows = [_call_stats(ctx, impl.merge_stats, m, s, expect_shape=(n_rows,),
+                        label=f"merge_stats(m, s), call {i}")
+            for i, (m, s) in enumerate(parts, start=1)]
+    ys = [ctx.call(impl.normalize, x, m_row, s_row, 16, expect_shape=case.shape,
+                   expect_dtype=case.dtype, name=f"normalize(x, m_row, s_row, 16), call {i}")
+          for i, (m_row, s_row) in enumerate(rows, start=1)]
+    # The first call's results are still intact and equal to the second's.
+    for what, first, second in (("partial m", parts[0][0], parts[1][0]),
+                                ("partial s", parts[0][1], parts[1][1]),
+                                ("m_row", rows[0][0], rows[1][0]),
+                                ("s_row", rows[0][1], rows[1][1]), ("normalize", ys[0], ys[1])):
+        if not torch.equal(first.cpu(), second.cpu()):
+            ctx.fail(f"{what}: two calls on the same input gave different results",
+                     hint="outputs must be freshly allocated on every call (no cached buffer), "
+                          "and a stage must not depend on memory it did not write")
+    ctx.assert_close(ys[0], _softmax64(x), name="normalize(x, merge_stats(partial_stats(x)))",
                      diagnose=_output_diagnoses(x, 16, case.dtype))
 
 
@@ -601,11 +659,21 @@ def _extreme_cases(device: str) -> list[Case]:
             Case(dtype="float16", kind="far_apart_chunks", magnitude=30000.0),
             Case(dtype="float32", kind="far_apart_chunks", magnitude=1e4),
             Case(dtype="float32", kind="constant_rows", magnitude=3.25),
-            Case(dtype="float32", kind="masked_chunk", magnitude=float("-inf"))]
+            Case(dtype="float32", kind="masked_chunk", magnitude=float("-inf")),
+            Case(dtype="float32", kind="below_pad", magnitude=-1e31),
+            Case(dtype="bfloat16", kind="below_pad", magnitude=-1e31)]
+
+
+HINT_FINITE_PAD = ("tail padded with a finite value instead of -inf: every value of these rows "
+                   "lies below -1e31, and the last chunk's lanes past the width (100 = 6 x 16 "
+                   "+ 4) must be loaded as -inf (other=-float('inf')); a finite pad such as "
+                   "-1e30 is larger than every real value, becomes the chunk's maximum and "
+                   "counts exp(0) = 1 per padded lane")
 
 
 @register(W, "forward.extreme", tier="kernel", uses=STAGES, cases=_extreme_cases,
-          doc="huge finite logits, chunks with far-apart maxima, constant rows, a -inf chunk")
+          doc="huge finite logits, chunks with far-apart maxima, constant rows, a -inf chunk, "
+              "rows entirely below -1e31 with a ragged tail")
 def forward_extreme(ctx, impl, case):
     torch = ctx.torch
     shape, chunk = (3, 100), 16
@@ -617,12 +685,39 @@ def forward_extreme(ctx, impl, case):
         x[:, 2 * chunk:3 * chunk] += 2 * case.magnitude
     elif case.kind == "constant_rows":
         x = torch.full(shape, case.magnitude, dtype=torch.float64)
-    else:  # a whole chunk of -inf (a masked span): its state is the empty state (-inf, 0)
-        x = ctx.randn(shape, "float64", scale=3.0, device="cpu")
+    elif case.kind == "below_pad":
+        # Values log-uniform in [-2.5e38, -1e31] (bfloat16 and float32 hold them), the row's
+        # maximum -1e31 three times, once in the ragged last chunk: y = 1/3 there, 0 elsewhere.
+        # Anything that pads the tail with a finite value above -1e31 takes it for the maximum.
+        u = ctx.rand_like_distinct(shape, "float64", 0.0, 7.4, device="cpu")
+        x = case.magnitude * torch.pow(10.0, u)
+        x[:, [7, 50, 99]] = case.magnitude
+    else:  # a whole chunk of -inf (a masked span): its state is the empty state (-inf, 0).
+        # The other values lie near -200, below 0: a -inf chunk that reports m = 0 (the shift,
+        # not its maximum) would become the row's maximum, and exp(-200) underflows float32.
+        x = ctx.randn(shape, "float64", scale=3.0, shift=-200.0, device="cpu")
         x[:, chunk:2 * chunk] = float("-inf")
     x = x.to(dtype).to(ctx.torch_device)
     y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=shape, expect_dtype=dtype)
+
+    def masked_chunk_state(g, e, bad):
+        # Only on failure: what does partial_stats report for the chunk of only -inf?
+        if case.kind != "masked_chunk":
+            return None
+        try:
+            m_c = impl.partial_stats(x, chunk)[0][:, 1].detach().cpu().double()
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        if bool((m_c != float("-inf")).any()):
+            return HINT_MASKED_M
+        return None
+
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
+        masked_chunk_state,
+        # the symptom of a finite pad: no NaN, but rows that lost (nearly) all their mass
+        lambda g, e, bad: (HINT_FINITE_PAD if case.kind == "below_pad"
+                           and not bool(g.isnan().any()) and bool((g.sum(dim=1) < 0.5).any())
+                           else None),
         lambda g, e, bad: ("a chunk of only -inf gave NaN: its max is -inf and exp(-inf - (-inf)) "
                            "is NaN; shift by 0 when m = -inf so the chunk's state is (-inf, 0)"
                            if case.kind == "masked_chunk" and bool(g.isnan().any()) else None),
@@ -659,6 +754,21 @@ def bad_calls(ctx, impl, case):
                      what="split_softmax: a list")
     ctx.expect_error(impl.partial_stats, x, 100, mentions=["chunk"],
                      what="partial_stats: chunk=100")
+    # More (row, chunk) programs than a grid holds: 2^28 x cdiv(2^28, 4) = 2^54 > 2^31 - 1. The
+    # broadcast view costs no memory. Its output would need 2^58 bytes, more than any address
+    # space: a launcher without the grid check fails at once in torch.empty (a RuntimeError,
+    # not a ValueError) instead of allocating and then launching 2^54 programs. (Just past the
+    # limit, 2^17 x 2^16 values, the output is 32 GiB: a machine that can allocate it would
+    # then run 2^31 programs under the interpreter, which never ends.)
+    try:
+        ctx.expect_error(impl.split_softmax, ctx.randn((1, 1)).expand(2**28, 2**28), chunk=4,
+                         mentions=["chunk"], what="split_softmax: 2^54 programs for the grid")
+    except CheckFailed as exc:
+        if "does not mention" in exc.message:
+            raise
+        raise CheckFailed(exc.message, hint=(
+            "grid too large: n_rows * cdiv(n_cols, chunk) programs must fit a grid (at most "
+            "2^31 - 1); refuse more with a ValueError that suggests a larger chunk")) from exc
     m = torch.zeros((4, 3), dtype=torch.float32, device=dev)
     ctx.expect_error(impl.merge_stats, m.half(), m, mentions=["m"],
                      what="merge_stats: float16 m")

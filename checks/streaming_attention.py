@@ -6,16 +6,17 @@ with the mask -inf above the diagonal when causal. Interpreter runs use a coveri
 (N, d, dtype, causal, scale, block sizes); GPU runs take nearly the full product.
 
 When a comparison fails, the classic streaming mistakes are replayed in float64 on the same
-inputs (numerator or denominator not rescaled, max not carried across blocks, keys past N left
-unmasked, the diagonal excluded, the accumulator kept in 16 bits, the scale applied after the
-softmax, ...): the hint names the one whose output the implementation reproduces.
+inputs (numerator or denominator not rescaled, max not carried across blocks, dropped keys
+given a finite score instead of -inf, keys past N left unmasked, the diagonal excluded, the
+accumulator kept in 16 bits, the scale applied after the softmax, one tensor read with
+another's strides, ...): the hint names the one whose output the implementation reproduces.
 """
 
 from __future__ import annotations
 
 import math
 
-from checks.core import Case, Unavailable, register
+from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "streaming_attention"
 DTYPES = ("float16", "bfloat16", "float32")
@@ -107,13 +108,15 @@ def _knobs(case) -> dict:
 # Known mistakes, replayed in float64
 # ---------------------------------------------------------------------------------------------
 def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, rescale_l=True,
-                carry_max=True, mask_keys=True, inclusive=True, acc_dtype=None):
+                carry_max=True, mask_keys=True, inclusive=True, acc_dtype=None, mask_logit=None):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
     to the end of its row block (causal) or to the end of the padded key range (non-causal).
     Keys past N are zero rows of k and v (masked to -inf unless mask_keys is False).
     acc_dtype ("float16", "bfloat16"): the running numerator is rounded to it after every block.
+    mask_logit: the logit (natural units) a masked key gets instead of -inf, in the blocks its
+    row's program visits: a finite "very negative" sentinel.
     """
     import torch
 
@@ -130,7 +133,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
         visible &= cols < n
     if causal:
         visible &= (cols <= rows) if inclusive else (cols < rows)
-    s_all = s_all.masked_fill(~visible, -math.inf)
+    s_all = s_all.masked_fill(~visible, -math.inf if mask_logit is None else mask_logit)
     row_end = (rows.squeeze(1) // block_m + 1) * block_m  # causal: last key a program visits
     m = torch.full((n,), -math.inf, dtype=torch.float64)
     den = torch.zeros(n, dtype=torch.float64)
@@ -156,6 +159,11 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             den = torch.where(live, den_new, den)
             m = torch.where(live, m_new, m)
     return acc / den[:, None]
+
+
+# Finite "very negative" numbers a kernel may put in place of -inf for a dropped key (the
+# hint of forward.extreme's huge_scores and negative_logits cases names the mistake).
+_SENTINELS = (-1e30, -1e20, -1e9, -1e4)
 
 
 def _block_candidates(impl, case, n, d, dtype, causal):
@@ -214,6 +222,32 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
+    def replay_any(label, variants):
+        """replay() over several mask_logit values: the label if any of them reproduces the
+        output, its wrong elements included (matches() alone lets 1% disagree: a few wrong
+        rows). A value far below every row's largest logit weighs exp(-800) = 0 even in float64:
+        it cannot differ from the reference, and is not replayed (on ordinary inputs none is)."""
+        def diagnose(got, expected, bad):
+            if n == 0:
+                return None
+            s = _scores64(q, k, scale_used)
+            if causal:
+                s = s.masked_fill(~_causal_mask(n), -math.inf)
+            floor = float(s.max(dim=1).values.min()) - 800.0
+            for switches in (sw for sw in variants if sw["mask_logit"] > floor):
+                for bm, bn in _block_candidates(impl, case, n, d, dtype, causal):
+                    cand = _streamed64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
+                                       block_n=bn, **switches)
+                    if not (differs(cand, expected) and matches(got, cand)):
+                        continue
+                    g, c = got[bad], cand[bad]
+                    same = ((g - c).abs() <= atol + rtol * c.abs()) | (g.isnan() & c.isnan())
+                    if bool(same.all()):
+                        return label
+            return None
+
+        return diagnose
+
     def formula(label, fn):
         def diagnose(got, expected, bad):
             cand = fn()
@@ -232,6 +266,18 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "whenever the running max grows, like the numerator", rescale_l=False),
         replay("max not carried across blocks: m_new must be max(m_i, max of this block), "
                "not the block's own max", carry_max=False),
+        # A finite "very negative" number for a dropped key (on the raw score, or on the logit
+        # in log2 units): right until real scores (logits) lie below it, as in forward.extreme's
+        # huge_scores (scores -2e31 and below) and negative_logits (logits about -1e38) cases.
+        # Before "keys past N unmasked": where every real score is far below the sentinel, a
+        # dropped key scored -1e30 and one scored 0 weigh nearly the same (within bf16's
+        # tolerance), and a kernel that drops no key at all already failed forward.values.
+        replay_any("masked scores must be -inf, not a finite sentinel: a dropped key (past N, "
+                   "or after the row when causal) got a finite score such as -1e30, and real "
+                   "scores (or logits) can lie below it: then the dropped key outweighs every "
+                   "real one; use -float(\"inf\") (exp2(-inf) = 0 for any running max)",
+                   [{"mask_logit": c * factor} for c in _SENTINELS
+                    for factor in (scale_used, 1.0 / LOG2E)]),
         replay("keys past N unmasked: the last key block reaches past N; those keys load as 0, "
                "score 0 and add exp2(0 - m) to the denominator unless set to -inf",
                mask_keys=False),
@@ -292,11 +338,12 @@ def _tail_rows_hint(block_m, n):
 
 
 def _compare_head(ctx, impl, case, got, q, k, v, *, causal, scale_given, name,
-                  exact_scores=False, extra=()):
+                  exact_scores=False, extra=(), first=()):
     """assert_close for one (N, d) head with the attention tolerance and the mistake replays.
 
     exact_scores: q k^T is exact (small integers), so equal scores give bitwise equal logits and
     unequal ones differ by far more than any rounding: no logit-size term in the tolerance.
+    first / extra: the check's own diagnoses, tried before / after the replays.
     """
     d = q.shape[-1]
     scale_used = d ** -0.5 if scale_given is None else scale_given
@@ -304,15 +351,17 @@ def _compare_head(ctx, impl, case, got, q, k, v, *, causal, scale_given, name,
     rtol, atol = tolerance(dtype, v, 1.0 if exact_scores else _max_logit(q, k, scale_used))
     expected = reference(q, k, v, causal=causal, scale=scale_used)
     ctx.assert_close(got, expected, name=name, rtol=rtol, atol=atol,
-                     diagnose=_diagnoses(impl, case, q, k, v, causal=causal,
-                                         scale_used=scale_used, scale_given=scale_given,
-                                         rtol=rtol, atol=atol) + list(extra))
+                     diagnose=list(first) + _diagnoses(impl, case, q, k, v, causal=causal,
+                                                       scale_used=scale_used,
+                                                       scale_given=scale_given,
+                                                       rtol=rtol, atol=atol) + list(extra))
 
 
 # ---------------------------------------------------------------------------------------------
 # forward.values: the formula, over N, d, dtype, causal, scale and block sizes
 # ---------------------------------------------------------------------------------------------
 _N_SET = (1, 2, 17, 64, 100, 257, 1000)
+_SECOND_CALL_MAX_N = 17  # forward.values: sequences this short call attention twice
 
 
 def _values_cases(device: str) -> list[Case]:
@@ -350,13 +399,28 @@ def _values_cases(device: str) -> list[Case]:
 @register(W, "forward.values", tier="kernel", uses=("attention",), cases=_values_cases,
           doc="attention(q, k, v) against float64 softmax(QK^T*scale + mask)V")
 def forward_values(ctx, impl, case):
-    q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
+    torch = ctx.torch
     scale = _resolve_scale(case)
-    out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **_knobs(case),
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype)
-    _interpreter_notes(ctx, case.dtype)
-    _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
-                  name="attention(q, k, v)")
+    # Under the interpreter the short sequences only (cheap) run a second call of the same
+    # shape on fresh inputs: its output must be fresh memory (ctx.call fails one in the first
+    # call's), and the first output must come through the second call unchanged.
+    calls = 2 if ctx.device == "cuda" or case.n <= _SECOND_CALL_MAX_N else 1
+    outputs = []
+    for i in range(calls):
+        q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
+        out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **_knobs(case),
+                       expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                       expect_contiguous=True)
+        _interpreter_notes(ctx, case.dtype)
+        _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
+                      name="attention(q, k, v)" if i == 0 else
+                           "attention(q, k, v), a second call of the same shape")
+        outputs.append((out, out.clone()))
+    for i, (out, saved) in enumerate(outputs[:-1]):
+        if not torch.equal(out, saved):  # both NaN-free: each passed its comparison
+            ctx.fail(f"the output of call {i + 1} changed during a later call of the same shape "
+                     f"(a buffer shared between calls)",
+                     hint="outputs must be freshly allocated on every call (no cached buffer)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,30 +476,50 @@ def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale
 
 def _kv_splits_cases(device: str) -> list[Case]:
     if device == "cuda":
-        return [Case(n=n, d=d, dtype=dt, causal=c, splits=sp, blocks="default")
-                for n in (257, 1000, 4097) for d in (64, 128) for dt in ("float16", "bfloat16")
-                for c in (False, True) for sp in (2, 3, 8)]
+        cases = [Case(n=n, d=d, dtype=dt, causal=c, splits=sp, blocks="default")
+                 for n in (257, 1000, 4097) for d in (64, 128) for dt in ("float16", "bfloat16")
+                 for c in (False, True) for sp in (2, 3, 8)]
+        # Several heads in one call (attention_heads): every (head, split) its own workspace.
+        cases += [Case(n=n, d=d, dtype=dt, causal=c, splits=sp, blocks="default", heads=3)
+                  for n in (257, 1000) for d in (64, 128) for dt in ("float16", "bfloat16")
+                  for c in (False, True) for sp in (2, 3)]
+        return cases
     # Interpreter: 64 x 32 or 32 x 16 tiles, so every split holds a few key blocks; 8 splits
     # asked for N = 100 (7 after the launcher's cap of one split per key block of 16) leave
-    # some splits of a short causal row block empty (their state must weigh nothing).
+    # some splits of a short causal row block empty (their state must weigh nothing). The
+    # last two run several heads in one call of attention_heads.
     return [Case(n=257, d=32, dtype="float16", causal=False, splits=3, blocks=(64, 32)),
             Case(n=257, d=64, dtype="bfloat16", causal=True, splits=2, blocks=(64, 32)),
             Case(n=100, d=16, dtype="float32", causal=True, splits=8, blocks=(32, 16)),
-            Case(n=100, d=128, dtype="float16", causal=False, splits=8, blocks=(32, 16))]
+            Case(n=100, d=128, dtype="float16", causal=False, splits=8, blocks=(32, 16)),
+            Case(n=64, d=16, dtype="float16", causal=False, splits=2, blocks=(16, 16), heads=2),
+            Case(n=40, d=32, dtype="bfloat16", causal=True, splits=3, blocks=(16, 16), heads=3)]
 
 
-@register(W, "forward.kv_splits", tier="kernel", uses=("attention",), cases=_kv_splits_cases,
-          doc="kv_splits > 1: each row block's keys shared by several programs, states merged")
+@register(W, "forward.kv_splits", tier="kernel", uses=("attention", "attention_heads"),
+          cases=_kv_splits_cases,
+          doc="kv_splits > 1: each row block's keys shared by several programs, states merged; "
+              "one head (attention) and several in one call (attention_heads)")
 def forward_kv_splits(ctx, impl, case):
+    if "heads" in case:
+        _kv_splits_heads(ctx, impl, case)
+        return
     q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     knobs = dict(_knobs(case), kv_splits=case.splits)
     out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype)
+                   expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                   expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     scale = case.d ** -0.5
     rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, scale))
     expected = reference(q, k, v, causal=case.causal, scale=scale)
+    ctx.assert_close(out, expected, name=f"attention with kv_splits={case.splits}", rtol=rtol,
+                     atol=atol, diagnose=_split_replays(impl, case, q, k, v, scale=scale,
+                                                        rtol=rtol, atol=atol))
 
+
+def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
+    """Diagnoses for one (N, d) head run with case.splits key splits: the split-KV mistakes."""
     def replay(label, **switches):
         def diagnose(got, expected, bad):
             for bm, bn in _block_candidates(impl, case, case.n, case.d, case.dtype, case.causal):
@@ -448,19 +532,68 @@ def forward_kv_splits(ctx, impl, case):
 
         return diagnose
 
-    ctx.assert_close(out, expected, name=f"attention with kv_splits={case.splits}", rtol=rtol,
-                     atol=atol, diagnose=[
-                         replay("split states merged without rescaling: weigh each split's "
-                                "acc and l by exp2(m_s - M), M the largest of the splits' "
-                                "maxima, before adding them", rescale=False),
-                         replay("the masked stage (tail or diagonal block) ran in every split: "
-                                "only the last split may take it, or its keys count more than "
-                                "once", tail_in_every_split=True)])
+    return [replay("split states merged without rescaling: weigh each split's acc and l by "
+                   "exp2(m_s - M), M the largest of the splits' maxima, before adding them",
+                   rescale=False),
+            replay("the masked stage (tail or diagonal block) ran in every split: only the last "
+                   "split may take it, or its keys count more than once",
+                   tail_in_every_split=True)]
+
+
+def _kv_splits_heads(ctx, impl, case):
+    """forward.kv_splits on (H, N, d) through attention_heads: each head against float64; where
+    one is wrong, the heads are run again one call each, and if those are right the heads of
+    one call trod on each other's split states."""
+    shape = (case.heads, case.n, case.d)
+    q, k, v = (ctx.randn(shape, case.dtype) for _ in range(3))
+    knobs = dict(_knobs(case), kv_splits=case.splits)
+    out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, **knobs,
+                   expect_shape=shape, expect_dtype=case.dtype, expect_contiguous=True)
+    _interpreter_notes(ctx, case.dtype)
+    scale = case.d ** -0.5
+    alone = {}  # head -> its output from a call of that head alone (run once, if needed)
+
+    def heads_interfere(h):
+        def diagnose(got, expected, bad):
+            from checks.context import call_learner
+
+            if h not in alone:
+                try:
+                    alone[h] = call_learner(impl.attention_heads, q[h:h + 1], k[h:h + 1],
+                                            v[h:h + 1], causal=case.causal, **knobs)[0]
+                except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+                    alone[h] = None
+            single = alone[h]
+            if single is None or tuple(single.shape) != tuple(got.shape):
+                return None
+            rtol, atol = tolerance(case.dtype, v[h], _max_logit(q[h], k[h], scale))
+            single = single.double().cpu()
+            if bool(((single - expected).abs() > atol + rtol * expected.abs()).any()
+                    or single.isnan().any()):
+                return None  # wrong alone too: not an interaction of heads
+            return ("heads of one call disagree with the same heads run alone: with kv_splits > "
+                    "1 each split's workspace rows must be its own, for every head: (head, "
+                    "split) owns row block head * KV_SPLITS + split of the workspace (n_pad "
+                    "rows each), in the split kernel's stores and in the combine kernel's loads")
+
+        return diagnose
+
+    for h in range(case.heads):
+        rtol, atol = tolerance(case.dtype, v[h], _max_logit(q[h], k[h], scale))
+        _compare_head(ctx, impl, case, out[h], q[h], k[h], v[h], causal=case.causal,
+                      scale_given=None,
+                      name=f"attention_heads(..., kv_splits={case.splits})[{h}]",
+                      first=[heads_interfere(h), *_split_replays(impl, case, q[h], k[h], v[h],
+                                                                 scale=scale, rtol=rtol,
+                                                                 atol=atol)])
 
 
 # ---------------------------------------------------------------------------------------------
 # forward.strided: slices of a packed qkv tensor and other views, passed as they are
 # ---------------------------------------------------------------------------------------------
+_PREFIX_SLACK = 256  # row_prefix: rows of storage past N (a key block of up to 256 reaches in)
+
+
 def _strided_inputs(ctx, layout: str, n: int, d: int, dtype: str):
     if layout == "packed_qkv":
         # (N, 3, d): one projection output, q, k, v interleaved per row (row stride 3 * d).
@@ -483,41 +616,84 @@ def _strided_inputs(ctx, layout: str, n: int, d: int, dtype: str):
         k = ctx.randn((2 * n, d), dtype)[::2]
         v = ctx.randn((n, 2 * d), dtype)[:, d:]
         return q, k, v
+    if layout == "column_v":
+        # k row-major (feature stride 1), v column-major (feature stride N): a kernel that
+        # addresses v's features with k's stride (or k's with v's) reads the wrong elements.
+        q = ctx.randn((n, d), dtype)
+        k = ctx.randn((n, d), dtype)
+        v = ctx.randn((d, n), dtype).t()
+        return q, k, v
+    if layout == "row_prefix":
+        # The first N rows of longer tensors (a KV cache filled up to N): their memory goes on
+        # past row N with other values, so a key block read past N without a mask changes the
+        # output (on tensors that end at N the interpreter's bounds check would stop it instead).
+        return tuple(ctx.randn((n + _PREFIX_SLACK, d), dtype)[:n] for _ in range(3))
     raise ValueError(layout)
 
 
 def _strided_cases(device: str) -> list[Case]:
     if device == "cuda":
-        return [Case(layout=lay, n=n, d=d, dtype="float16" if d == 64 else "bfloat16",
-                     causal=c, tma=t)
-                for lay in ("packed_qkv", "packed_heads", "mixed_rows", "transposed_stepped")
-                for n in (17, 1000) for d in (64, 128) for c in (False, True)
-                for t in (False, True)
-                if not (t and lay == "transposed_stepped")]  # TMA needs a unit feature stride
+        cases = [Case(layout=lay, n=n, d=d, dtype="float16" if d == 64 else "bfloat16",
+                      causal=c, tma=t)
+                 for lay in ("packed_qkv", "packed_heads", "mixed_rows", "transposed_stepped",
+                             "column_v")
+                 for n in (17, 1000) for d in (64, 128) for c in (False, True)
+                 for t in (False, True)
+                 # TMA needs a unit feature stride
+                 if not (t and lay in ("transposed_stepped", "column_v"))]
+        # Key blocks wider than row blocks (non-causal only): the unmasked first stage must
+        # stop at the last full key block, a multiple of block_n (48 and 1000 are not of 32).
+        cases += [Case(layout="row_prefix", n=n, d=d, dtype="float16" if d == 64 else "bfloat16",
+                       causal=False, tma=t, blocks=b)
+                  for n in (48, 1000) for d in (64, 128) for t in (False, True)
+                  for b in ((16, 64), (32, 64))]
+        return cases
     return [Case(layout="packed_qkv", n=100, d=32, dtype="float16", causal=False, tma=False),
             Case(layout="packed_heads", n=33, d=16, dtype="bfloat16", causal=True, tma=False),
             Case(layout="mixed_rows", n=50, d=32, dtype="float16", causal=True, tma=False),
             Case(layout="transposed_stepped", n=65, d=64, dtype="float32", causal=True, tma=False),
             Case(layout="transposed_stepped", n=40, d=16, dtype="float16", causal=False,
-                 tma=False)]
+                 tma=False),
+            Case(layout="column_v", n=40, d=32, dtype="float16", causal=False, tma=False),
+            Case(layout="row_prefix", n=48, d=32, dtype="float16", causal=False, tma=False,
+                 blocks=(16, 32)),
+            Case(layout="row_prefix", n=48, d=16, dtype="bfloat16", causal=False, tma=False,
+                 blocks=(16, 64))]
 
 
 @register(W, "forward.strided", tier="kernel", uses=("attention",), cases=_strided_cases,
           doc="q, k, v as slices of a packed qkv tensor, with three different row strides, "
-              "transposed and stepped views")
+              "transposed and stepped views, a column-major v beside a row-major k, and the "
+              "first N rows of longer tensors under key blocks wider than row blocks")
 def forward_strided(ctx, impl, case):
     q, k, v = _strided_inputs(ctx, case.layout, case.n, case.d, case.dtype)
-    knobs = {"block_m": 32, "block_n": 16} if ctx.device != "cuda" else {}
+    if "blocks" in case:
+        knobs = _knobs(case)
+    else:
+        knobs = {"block_m": 32, "block_n": 16} if ctx.device != "cuda" else {}
     if case.tma:
         knobs["tma"] = True
+    elif case.layout == "row_prefix" and ctx.device == "cuda":
+        # Pointer loads (auto would take TMA, which reads rows past N as zeros): the memory
+        # past N is read as it is.
+        knobs["tma"] = False
     out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype)
+                   expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                   expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
-    _compare_head(ctx, impl, Case(case, blocks=(32, 16) if knobs.get("block_m") else "default"),
-                  out, q, k, v, causal=case.causal, scale_given=None,
+    blocks = (knobs["block_m"], knobs["block_n"]) if knobs.get("block_m") else "default"
+    scale = case.d ** -0.5
+    extra = []
+    if case.layout == "row_prefix":
+        extra.append(_first_stage_past_n(q, k, v, scale=scale, block_n=knobs.get("block_n"),
+                                         dtype=case.dtype))
+    extra += [_stride_replays(q, k, v, causal=case.causal, scale=scale, dtype=case.dtype),
+              _strides_mixed_up]
+    _compare_head(ctx, impl, Case(case, blocks=blocks), out, q, k, v, causal=case.causal,
+                  scale_given=None,
                   name=f"attention on {case.layout} views (strides q {tuple(q.stride())}, "
                        f"k {tuple(k.stride())}, v {tuple(v.stride())})",
-                  extra=[_strides_mixed_up])
+                  extra=extra)
 
 
 def _strides_mixed_up(got, expected, bad):
@@ -528,9 +704,123 @@ def _strides_mixed_up(got, expected, bad):
             "k_ptr + n * stride_kn + c * stride_kd, never assuming contiguous rows")
 
 
+def _reproduces(got, candidate, expected, dtype: str, v, max_logit: float) -> bool:
+    """Whether `candidate` (float64) differs from `expected` where `got` does and `got` matches
+    it on 99% of the elements, both within the attention tolerance."""
+    rtol, atol = tolerance(dtype, v, max_logit)
+    candidate = candidate.double().cpu()
+    if tuple(candidate.shape) != tuple(got.shape):
+        return False
+    wrong = ((candidate - expected).abs() > atol + rtol * expected.abs()) | candidate.isnan()
+    if not bool(wrong.any()):
+        return False
+    ok = ((got - candidate).abs() <= atol + rtol * candidate.abs()) | (got.isnan()
+                                                                       & candidate.isnan())
+    return float(ok.double().mean()) >= 0.99
+
+
+def _strided_view(x, size, stride, offset):
+    """x's storage seen with another size, strides and (absolute) offset, or None where that
+    reaches outside the storage (such a read would have failed, not given wrong values)."""
+    last = offset + sum((n - 1) * st for n, st in zip(size, stride, strict=True))
+    if min(size) == 0 or last >= x.untyped_storage().nbytes() // x.element_size():
+        return None
+    return x.as_strided(size, stride, offset)
+
+
+_STRIDE_LETTERS = {("q", "row"): "qm", ("k", "row"): "kn", ("v", "row"): "vn",
+                   ("q", "feature"): "qd", ("k", "feature"): "kd", ("v", "feature"): "vd",
+                   ("q", "head"): "qh", ("k", "head"): "kh", ("v", "head"): "vh"}
+
+
+_STRIDE_PARTNERS = {"q": ("k", "v"), "k": ("v", "q"), "v": ("k", "q")}
+
+
+def _stride_replays(q, k, v, *, causal, scale, dtype, head=None):
+    """A diagnosis: the output equals attention with one of q, k, v read with another's row or
+    feature stride ((N, d) inputs), or, for head `head` of (H, N, d) inputs, from another's head
+    offset. Only where that read stays inside the tensor's memory (else it fails to run)."""
+    tensors = {"q": q, "k": k, "v": v}
+    kinds = (("row", 0), ("feature", 1)) if head is None else (("head", 0),)
+
+    def diagnose(got, expected, bad):
+        own = {name: (t if head is None else t[head]) for name, t in tensors.items()}
+        max_logit = _max_logit(own["q"], own["k"], scale)
+        for x, xt in tensors.items():
+            for y in _STRIDE_PARTNERS[x]:  # k and v first: one loop loads both
+                yt = tensors[y]
+                for kind, dim in kinds:
+                    if xt.stride(dim) == yt.stride(dim):
+                        continue
+                    if head is None:
+                        stride = list(xt.stride())
+                        stride[dim] = yt.stride(dim)
+                        view = _strided_view(xt, tuple(xt.shape), tuple(stride),
+                                             xt.storage_offset())
+                    else:
+                        view = _strided_view(xt, tuple(xt.shape[1:]), tuple(xt.stride()[1:]),
+                                             xt.storage_offset() + head * yt.stride(0))
+                    if view is None:
+                        continue
+                    args = dict(own, **{x: view})
+                    cand = reference(args["q"], args["k"], args["v"], causal=causal,
+                                     scale=scale)
+                    if _reproduces(got, cand, expected, dtype, own["v"], max_logit):
+                        mine, theirs = _STRIDE_LETTERS[x, kind], _STRIDE_LETTERS[y, kind]
+                        return (f"{x}'s strides mixed up with {y}'s: {x} was read with {y}'s "
+                                f"{kind} stride ({yt.stride(dim)}) instead of its own "
+                                f"({xt.stride(dim)}); address each tensor with its own strides "
+                                f"(stride_{mine}, not stride_{theirs})")
+        return None
+
+    return diagnose
+
+
+def _first_stage_past_n(q, k, v, *, scale, block_n, dtype):
+    """A diagnosis for the row_prefix layout (non-causal, memory past row N): the unmasked first
+    stage ran to some hi1 past the last full key block (N // BLOCK_N) * BLOCK_N, so its last
+    step read keys up to the next multiple of BLOCK_N unmasked (the rows past N that the
+    memory holds, or zeros where TMA clips them), and the masked stage then ran [hi1, N) again.
+    """
+    n, d = q.shape
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        if not block_n or n == 0:
+            return None
+        right = (n // block_n) * block_n
+        ends = sorted({n} | {(n // b) * b for b in (16, 32, 64, 128, 256)} - {right})
+        max_logit = _max_logit(q, k, scale) * 2
+        for hi1 in (e for e in ends if right < e <= n):
+            reach = -(-hi1 // block_n) * block_n  # the first stage's last step ends here
+            for beyond in ("memory", "zeros"):
+                kk, vv = (_strided_view(t, (reach, d), tuple(t.stride()), t.storage_offset())
+                          for t in (k, v))
+                if kk is None or vv is None:
+                    continue
+                kk, vv = kk.double().cpu(), vv.double().cpu()
+                if beyond == "zeros":
+                    kk[n:], vv[n:] = 0.0, 0.0
+                keys = torch.cat([kk, kk[hi1:n]])
+                vals = torch.cat([vv, vv[hi1:n]])
+                cand = torch.softmax((q.double().cpu() @ keys.T) * scale, dim=-1) @ vals
+                if _reproduces(got, cand, expected, dtype, v, max_logit):
+                    return (f"the first stage must end on a BLOCK_N boundary: the unmasked "
+                            f"stage ran to key {hi1}, past the last full key block "
+                            f"((N // BLOCK_N) * BLOCK_N = {right} for N = {n}, BLOCK_N = "
+                            f"{block_n}), so its last step read keys up to {reach} without a "
+                            f"mask (and the masked stage counted keys {hi1}..{n - 1} again); "
+                            f"without a causal mask stage 1 is [0, (N // BLOCK_N) * BLOCK_N), "
+                            f"whatever BLOCK_M is")
+        return None
+
+    return diagnose
+
+
 # ---------------------------------------------------------------------------------------------
 # forward.extreme: huge finite logits; rows whose scores are all equal; a long tail of small
-# weights
+# weights; every logit far below zero; huge scores under a tiny scale
 # ---------------------------------------------------------------------------------------------
 _EXTREME_SCALE = {"float16": 1000.0, "bfloat16": 1e5, "float32": 1e4}
 
@@ -545,6 +835,28 @@ def _extreme_cases(device: str) -> list[Case]:
     base += [Case(kind="small_tail", n=1024, d=16, dtype=dt, causal=False,
                   blocks=(64 if device == "cuda" else 128, 16))
              for dt in ("float16", "bfloat16")]
+    # negative_logits: every logit of every row about -1e38 (all equal within a row); the
+    # running max must start at -inf, and so must the merge's max over the key splits.
+    # huge_scores: raw scores -2e31 and below under a tiny scale; a dropped key must score -inf.
+    # Both on a ragged N (40: a tail block of 8 keys past N) and causal: masked keys in play.
+    # huge_logits again with 2 key splits: splits whose maxima lie far apart.
+    if device == "cuda":
+        base += [Case(kind=kind, n=n, d=d, dtype=dt, causal=c, blocks=b, splits=sp)
+                 for kind, dtypes in (("negative_logits", DTYPES),
+                                      ("huge_scores", ("bfloat16", "float32")))
+                 for n, d, b in ((40, 16, (16, 16)), (1000, 64, (64, 32)))
+                 for dt in dtypes for c in (False, True) for sp in (1, 2)]
+        base += [Case(kind="huge_logits", n=100, d=32, dtype=dt, causal=c, blocks=(32, 16),
+                      splits=2) for dt in DTYPES for c in (False, True)]
+    else:
+        base += [Case(kind="negative_logits", n=40, d=16, dtype=dt, causal=c, blocks=(16, 16),
+                      splits=sp)
+                 for dt, c, sp in (("float16", True, 1), ("float32", False, 2),
+                                   ("bfloat16", True, 2))]
+        base += [Case(kind="huge_scores", n=40, d=16, dtype="float32", causal=c,
+                      blocks=(16, 16), splits=1) for c in (False, True)]
+        base += [Case(kind="huge_logits", n=100, d=32, dtype="float32", causal=True,
+                      blocks=(32, 16), splits=2)]
     if device == "cuda":
         base += [Case(kind=kind, n=1000, d=128, dtype=dt, causal=c, blocks="default")
                  for kind in ("huge_logits", "equal_scores") for dt in ("float16", "bfloat16")
@@ -553,6 +865,32 @@ def _extreme_cases(device: str) -> list[Case]:
                  for n, d, c in ((1024, 16, True), (4096, 64, False), (4096, 64, True))
                  for dt in ("float16", "bfloat16")]
     return base
+
+
+# negative_logits: scores -1, -2 or -4 (powers of two, so score * qk_scale is exact and one
+# FMA computes score * qk_scale - m exactly) under qk_scale = scale * log2(e) = 8e37: logits
+# -8e37 to -3.2e38 in log2 units, float32's largest magnitude being 3.4e38.
+_NEGATIVE_LOGITS_SCALE = 8e37 / LOG2E
+# huge_scores: q and k are 2^50 times small integers, so every score is an exact multiple of
+# 2^100 (1.3e30; the scores lie between -2e31 and -8e32 at d <= 64); the scale 2^-100 * 2 / d
+# brings the logits back to -18 .. -2. A dropped key scored -1e30 then gets a logit of
+# -1.6 / d (-0.1 at d = 16): it outweighs every real key, and differs from one left unmasked
+# (score 0, loaded as 0) by more than the tolerance, so the replays tell the two apart.
+_HUGE_SCORES_UNIT = 2.0 ** 50
+
+
+def _nan_hint(case) -> str:
+    """forward.extreme's hint for NaN or Inf that no replay reproduces."""
+    merge = (" (and so must the combine kernel's max over the key splits, M: a split's m_s "
+             "weighs exp2(m_s - M))") if case.get("splits", 1) > 1 else ""
+    if case.kind == "negative_logits":
+        return ("running max must start at -inf: every logit here is about -1e38, below any "
+                "finite start (-1e30, 0): m then never moves, exp2(logit - m) is 0 for every "
+                "key, l = 0 and acc / l = 0 / 0; start m_i at -float(\"inf\")" + merge)
+    return ("max not carried across blocks (m_new must be max(m_i, block max)), or no max "
+            "subtracted: exp2 of a large logit difference overflowed to inf and inf/inf = NaN"
+            + ("; with key splits, also the combine kernel's max over the splits, M, must "
+               "start at -inf and be subtracted (weights exp2(m_s - M))" if merge else ""))
 
 
 def _small_tail_inputs(ctx, case):
@@ -573,8 +911,10 @@ def _small_tail_inputs(ctx, case):
 
 
 @register(W, "forward.extreme", tier="kernel", uses=("attention",), cases=_extreme_cases,
-          doc="finite logits up to ~1e6 (the running max must carry), all-equal scores, and "
-              "a long tail of small weights (the running numerator must stay float32)")
+          doc="finite logits up to ~1e6 (the running max must carry), all-equal scores, "
+              "a long tail of small weights (the running numerator must stay float32), every "
+              "logit near -1e38 (the max starts at -inf) and scores below -1e31 under a tiny "
+              "scale (dropped keys score -inf), with and without key splits")
 def forward_extreme(ctx, impl, case):
     torch = ctx.torch
     dt = getattr(torch, case.dtype)
@@ -603,31 +943,56 @@ def forward_extreme(ctx, impl, case):
         # One program per row block must walk every key: split-KV would restart the sum (and
         # the loss) in every split.
         knobs["kv_splits"] = 1
+    elif case.kind == "negative_logits":
+        # Feature 0 alone scores: q[:, 0] in {-1, -2, -4}, k[:, 0] = 1, so every key of a row
+        # scores the same and the output is the mean of the visible rows of v, as below.
+        q = torch.zeros((case.n, case.d), dtype=torch.float64)
+        q[:, 0] = -(2.0 ** torch.randint(0, 3, (case.n,), generator=rng))
+        k = torch.randn((case.n, case.d), generator=rng, dtype=torch.float64)
+        k[:, 0] = 1.0
+        q, k = (t.to(dt).to(ctx.torch_device) for t in (q, k))
+        scale = _NEGATIVE_LOGITS_SCALE
+    elif case.kind == "huge_scores":
+        # Scores -2e31 and below (every one negative), logits -18 .. -2: a dropped key given a
+        # finite score (-1e30, say) would outweigh every real key.
+        unit = _HUGE_SCORES_UNIT
+        q = (torch.randint(1, 4, (case.n, case.d), generator=rng) * unit).to(dt)
+        k = (torch.randint(1, 4, (case.n, case.d), generator=rng) * -unit).to(dt)
+        q, k = q.to(ctx.torch_device), k.to(ctx.torch_device)
+        scale = 2.0 / (unit * unit * case.d)
     else:
         # Every key is the same vector: each row's scores are all equal, so the output is the
         # plain mean of the visible rows of v (the causal prefix mean).
         q = ctx.randn((case.n, case.d), case.dtype)
         k = ctx.randn((1, case.d), case.dtype).expand(case.n, case.d).contiguous()
+    if "splits" in case:
+        knobs["kv_splits"] = case.splits
     if case.kind != "small_tail":
         v = ctx.randn((case.n, case.d), case.dtype)
     out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **knobs,
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype)
+                   expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                   expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     scale_used = case.d ** -0.5 if scale is None else scale
-    if case.kind == "equal_scores":
+    if case.kind in ("equal_scores", "negative_logits"):
         vv = v.double().cpu()
         if case.causal:
             expected = vv.cumsum(dim=0) / torch.arange(1, case.n + 1, dtype=torch.float64)[:, None]
         else:
             expected = vv.mean(dim=0, keepdim=True).expand(case.n, case.d)
-        name = "attention with all-equal scores (mean of v)"
+        name = ("attention with all-equal scores (mean of v)" if case.kind == "equal_scores"
+                else f"attention with every logit about -1e38 (scale {scale:.3g}: mean of v)")
     else:
         expected = reference(q, k, v, causal=case.causal, scale=scale_used)
-        name = (f"attention with logits up to {_max_logit(q, k, scale_used):.3g}"
-                if case.kind == "huge_logits" else
-                "attention with one dominant key and a long tail of weights eps / BLOCK_N")
-    # Exact (integer) or equal scores: no logit-size term in the tolerance (see _compare_head).
-    rtol, atol = tolerance(case.dtype, v, 1.0)
+        name = {"huge_logits": f"attention with logits up to {_max_logit(q, k, scale_used):.3g}",
+                "huge_scores": f"attention with scores down to "
+                               f"{-_max_logit(q, k, 1.0):.3g} (scale {scale:.3g})",
+                "small_tail": "attention with one dominant key and a long tail of weights "
+                              "eps / BLOCK_N"}[case.kind]
+    # Exact (integer) or equal scores: no logit-size term in the tolerance (see _compare_head);
+    # huge_scores' exact scores give logits that differ by 1/8 or less (rounding counts).
+    rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, scale_used)
+                           if case.kind == "huge_scores" else 1.0)
     same = dict(causal=case.causal, scale_used=scale_used, scale_given=scale, rtol=rtol,
                 atol=atol)
     got = out.double().cpu()
@@ -640,9 +1005,7 @@ def forward_extreme(ctx, impl, case):
         bad_row = int(bad.any(dim=1).nonzero()[0])
         ctx.fail(f"attention returned NaN/Inf (first in row {bad_row}) for finite inputs with "
                  f"logits up to {_max_logit(q, k, scale_used):.3g}",
-                 hint=hint or "max not carried across blocks (m_new must be max(m_i, block "
-                              "max)), or no max subtracted: exp2 of a large logit difference "
-                              "overflowed to inf and inf/inf = NaN")
+                 hint=hint or _nan_hint(case))
     ctx.assert_close(out, expected, name=name, rtol=rtol, atol=atol,
                      diagnose=_diagnoses(impl, case, q, k, v, **same))
 
@@ -655,15 +1018,17 @@ def _heads_cases(device: str) -> list[Case]:
         return [Case(h=h, n=n, d=d, dtype=dt, causal=c, layout=lay)
                 for h, n in ((3, 100), (16, 1000)) for d in (64, 128)
                 for dt in ("float16", "bfloat16") for c in (False, True)
-                for lay in ("contiguous", "nhd_view", "shared_kv")]
+                for lay in ("contiguous", "nhd_view", "shared_kv", "mixed_heads")]
     return [Case(h=3, n=33, d=32, dtype="float16", causal=True, layout="nhd_view"),
             Case(h=2, n=40, d=16, dtype="bfloat16", causal=False, layout="contiguous"),
-            Case(h=3, n=20, d=16, dtype="float32", causal=False, layout="shared_kv")]
+            Case(h=3, n=20, d=16, dtype="float32", causal=False, layout="shared_kv"),
+            Case(h=3, n=40, d=16, dtype="float16", causal=False, layout="mixed_heads")]
 
 
 @register(W, "heads.values", tier="kernel", uses=("attention_heads",), cases=_heads_cases,
           doc="attention_heads on (H, N, d): contiguous, as a view of an (N, H, d) tensor, "
-              "and with k and v shared by every head (expand(), head stride 0)")
+              "with k and v shared by every head (expand(), head stride 0), and with three "
+              "different head strides")
 def heads_values(ctx, impl, case):
     shape = (case.h, case.n, case.d)
     if case.layout == "contiguous":
@@ -673,6 +1038,13 @@ def heads_values(ctx, impl, case):
         # which TMA descriptors take (on a GPU the default path loads them by TMA).
         q = ctx.randn(shape, case.dtype)
         k, v = (ctx.randn((1, case.n, case.d), case.dtype).expand(shape) for _ in range(2))
+    elif case.layout == "mixed_heads":
+        # Three head strides: q contiguous (N * d), k every other row of (H, 2N, d) (2 * N * d),
+        # v a view of (N, H, d) (d): a kernel that offsets one tensor's heads by another's
+        # head stride (k's by v's, say) reads another head's rows, or rows of no head.
+        q = ctx.randn(shape, case.dtype)
+        k = ctx.randn((case.h, 2 * case.n, case.d), case.dtype)[:, ::2]
+        v = ctx.randn((case.n, case.h, case.d), case.dtype).transpose(0, 1)
     else:
         # (N, H, d) storage, as a projection produces it; the (H, N, d) view has strides
         # (d, H * d, 1): the head stride is smaller than the row stride.
@@ -680,12 +1052,14 @@ def heads_values(ctx, impl, case):
                    for _ in range(3))
     knobs = {"block_m": 16, "block_n": 16} if ctx.device != "cuda" else {}
     out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, **knobs,
-                   expect_shape=shape, expect_dtype=case.dtype)
+                   expect_shape=shape, expect_dtype=case.dtype, expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     for h in range(case.h):
         _compare_head(ctx, impl, Case(case, blocks=(16, 16) if knobs else "default"), out[h],
                       q[h], k[h], v[h], causal=case.causal, scale_given=None,
-                      name=f"attention_heads(...)[{h}]")
+                      name=f"attention_heads(...)[{h}]",
+                      extra=[_stride_replays(q, k, v, causal=case.causal, scale=case.d ** -0.5,
+                                             dtype=case.dtype, head=h)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -717,15 +1091,16 @@ def forward_configs(ctx, impl, case):
     for knobs in configs:
         label = f"attention with CONFIGS entry {knobs}"
         try:
-            out = impl.attention(q, k, v, causal=case.causal, **knobs)
-        except Exception as exc:  # noqa: BLE001
-            if type(exc).__name__ == "OutOfResources":
+            # Through ctx.call: every entry's output must be fresh memory (no buffer cached
+            # across the calls of one shape), inputs unchanged, shape and dtype as promised.
+            out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs, name=label,
+                           expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                           expect_contiguous=True)
+        except CheckFailed as exc:
+            if type(exc.__cause__).__name__ == "OutOfResources":
                 skipped.append(knobs)  # does not fit this GPU: the sweep skips it too
                 continue
-            from checks.context import call_learner
-
-            out = call_learner(impl.attention, q, k, v, causal=case.causal, label=label,
-                               **knobs)
+            raise
         _compare_head(ctx, impl, Case(case, blocks=(knobs.get("block_m", 128),
                                                     knobs.get("block_n", 64))),
                       out, q, k, v, causal=case.causal, scale_given=None, name=label)
@@ -754,7 +1129,8 @@ def memory_no_square(ctx, impl, case):
     n2 = case.n * case.n
     with ctx.track_allocations() as log:
         out = ctx.call(impl.attention, q, k, v, causal=case.causal,
-                       expect_shape=(case.n, case.d), expect_dtype=case.dtype)
+                       expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                       expect_contiguous=True)
     big = [(shape, str(dtype).replace("torch.", "")) for shape, dtype in log
            if math.prod(shape) >= n2]
     if big:
@@ -826,6 +1202,14 @@ def bad_calls(ctx, impl, case):
                      what="attention: scale so small that scale * log2(e) is 0 in float32")
     ctx.expect_error(att, q, k, v, scale=10 ** 400, mentions=["scale"],
                      what="attention: scale an int too large for a float")
+    # A float32 number, but not once log2(e) is folded in: qk_scale would be inf, and every
+    # logit inf or NaN.
+    ctx.expect_error(att, q, k, v, scale=3e38, errors=(ValueError,), mentions=["scale"],
+                     what="attention: scale=3e38, so large that scale * log2(e) overflows "
+                          "float32")
+    # bool is an int in Python: True would pass for a scale of 1.0.
+    ctx.expect_error(att, q, k, v, scale=True, errors=(TypeError,), mentions=["scale"],
+                     what="attention: scale=True (a bool, not a number)")
     many = ctx.randn((65536, 1, 16), "float16")
     ctx.expect_error(heads, many, many, many, mentions=["heads"],
                      what="attention_heads: 65536 heads, past a CUDA grid's second axis")
@@ -919,7 +1303,8 @@ def cuda_warp_specialized(ctx, impl, case):
             k, v = (ctx.randn((1, case.n, case.d), case.dtype).expand(3, case.n, case.d)
                     for _ in range(2))
         out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, warp_specialize=True,
-                       expect_shape=tuple(q.shape), expect_dtype=case.dtype)
+                       expect_shape=tuple(q.shape), expect_dtype=case.dtype,
+                       expect_contiguous=True)
         for h in range(q.shape[0]):
             _compare_head(ctx, impl, blocks, out[h], q[h], k[h], v[h], causal=case.causal,
                           scale_given=None, name=f"attention_heads(..., warp_specialize=True)[{h}]")
@@ -929,7 +1314,8 @@ def cuda_warp_specialized(ctx, impl, case):
     else:
         q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     out = ctx.call(impl.attention, q, k, v, causal=case.causal, warp_specialize=True,
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype)
+                   expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                   expect_contiguous=True)
     _compare_head(ctx, impl, blocks, out, q, k, v, causal=case.causal, scale_given=None,
                   name=f"attention(..., warp_specialize=True) on {case.layout} q, k, v")
 
@@ -951,7 +1337,7 @@ def cuda_stream(ctx, impl, case):
         _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
         q, k, v = (s * 1 for s in sources)  # written on the side stream, after the busy work
         out = ctx.call(impl.attention, q, k, v, causal=case.causal, expect_shape=q.shape,
-                       expect_dtype=case.dtype)
+                       expect_dtype=case.dtype, expect_contiguous=True)
     stream.synchronize()
     q, k, v = sources
     rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, case.d ** -0.5))
@@ -981,10 +1367,12 @@ def cuda_long_sequences(ctx, impl, case):
     for knobs in ({}, {"tma": True}, {"tma": False}):
         if case.heads == 1:
             out = ctx.call(impl.attention, q[0], k[0], v[0], causal=case.causal, **knobs,
-                           expect_shape=shape[1:], expect_dtype=case.dtype)[None]
+                           expect_shape=shape[1:], expect_dtype=case.dtype,
+                           expect_contiguous=True)[None]
         else:
             out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, **knobs,
-                           expect_shape=shape, expect_dtype=case.dtype)
+                           expect_shape=shape, expect_dtype=case.dtype,
+                           expect_contiguous=True)
         for h in range(case.heads):
             qh, kh, vh = (t[h].double().cpu() for t in (q, k, v))
             s = (qh[rows_t] @ kh.T) * scale  # (rows, N)

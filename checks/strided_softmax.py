@@ -140,6 +140,45 @@ def diagnoses(x, dim: int):
                     "shift by 0 while the running max is -inf")
         return None
 
+    def softmax_rows(t):
+        """t (x's shape) as one softmax row per line: (rows, n_r), float64 on the CPU."""
+        return t.detach().double().cpu().movedim(d, -1).reshape(-1, x.shape[d])
+
+    def max_seeded_zero(got, expected, bad):
+        # Logits all far below 0 (about -200): exp(x - 0) underflows to 0 in float32, so a
+        # statistic that starts from (or pads with) a max of 0 leaves a sum of 0: inf or NaN.
+        row_max = softmax_rows(x).amax(dim=1)
+        far = row_max.isfinite() & (row_max < -80.0)
+        broken = ((~softmax_rows(got).isfinite()).any(dim=1)
+                  & softmax_rows(expected).isfinite().all(dim=1))
+        if not bool((far & broken).any()):
+            return None
+        r = int((far & broken).nonzero()[0])
+        return (f"max taken as 0, not the row's max: every logit of softmax row {r} is at most "
+                f"{float(row_max[r]):.4g}, so exp(x - 0) underflows to 0 and the sum is 0 (inf "
+                "or NaN out). The running max must start at -inf (tl.full(..., -float(\"inf\")), "
+                "not tl.zeros), a merge must pad missing slices with max -inf "
+                "(other=-float(\"inf\")) and sum 0, and x - max needs the row's own max")
+
+    def finite_tail_sentinel(got, expected, bad):
+        # Logits all far below 0 (about -1e31): padded lanes loaded as a finite number win the
+        # max, take the whole sum, and are never stored: the stored row sums to about 0.
+        row_max = softmax_rows(x).amax(dim=1)
+        g = softmax_rows(got)
+        if not bool(g.isfinite().all()):
+            return None
+        sums = g.sum(dim=1)
+        lost = ((sums < 0.5) & (softmax_rows(expected).sum(dim=1) > 0.5) & row_max.isfinite()
+                & (row_max < -1e4))
+        if not bool(lost.any()):
+            return None
+        r = int(lost.nonzero()[0])
+        return (f"tail padded with a finite value instead of -inf: every logit of softmax row "
+                f"{r} is at most {float(row_max[r]):.3g}, so the lanes past the end of the row, "
+                "loaded as a finite number above that (-1e30? the dtype's lowest?), won the max "
+                f"and took the row's sum (the stored row sums to {float(sums[r]):.3g}); load "
+                "them with other=-float(\"inf\")")
+
     def no_max(got, expected, bad):
         # exp overflows float32 past 88.7: only then can a missing shift make inf / inf = NaN.
         big = float(x.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).max()) > 88.0
@@ -206,6 +245,8 @@ def diagnoses(x, dim: int):
         _simulated("statistics in fp16: the output matches a softmax computed from x rounded "
                    "to float16; load, then .to(tl.float32) before any math", fp16_statistics,
                    match=(1e-2, 1e-4), differ=exact),
+        max_seeded_zero,
+        finite_tail_sentinel,
         no_max,
         minus_inf_run,
         _simulated(f"input read as if dense: the kernel used contiguous strides ({n_cols}, 1) "
@@ -256,10 +297,12 @@ def _call(ctx, impl, x, dim, **knobs):
         raise
 
 
-def _compare(ctx, x, dim, out):
+def _compare(ctx, x, dim, out, extra=()):
+    """out against the float64 softmax of x; `extra` diagnoses go before the usual ones."""
     name = (f"softmax(x, dim={dim}) of x {tuple(x.shape)} with strides {tuple(x.stride())}, "
             f"storage offset {x.storage_offset()}")
-    ctx.assert_close(out, _softmax64(x, dim), name=name, diagnose=diagnoses(x, dim))
+    ctx.assert_close(out, _softmax64(x, dim), name=name,
+                     diagnose=[*extra, *diagnoses(x, dim)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,6 +346,10 @@ def _path_cases(device: str) -> list[Case]:
     cases += [Case(layout=lay, shape=shape, dim=dim, path="B", block_r=16, splits=3, dtype=dt)
               for lay, dim in (("transposed", -1), ("contiguous", 0), ("broadcast_rows", 0))
               for dt in ("float32", "bfloat16")]
+    # Rows of 33 = 2 * 16 + 1 with block_r=16 (the last block holds one position) and each
+    # row's maximum planted there: a walk that stops a block short misses it on every seed.
+    cases += [Case(layout=lay, shape=(8, 33), dim=-1, path=p, block_r=16, max_last=True,
+                   dtype="float32") for lay, p in (("contiguous", "A"), ("transposed", "B"))]
     return cases
 
 
@@ -333,11 +380,16 @@ def _path_ran(log) -> str:
               "knobs): right values, and the forced path's kernels are the ones launched")
 def forward_paths(ctx, impl, case):
     x = make_view(ctx, case.layout, case.shape, case.dtype)
+    extra = []
+    if case.get("max_last"):
+        d = case.dim % 2
+        x.select(d, -1).copy_(x.amax(dim=d) + 2.0)  # each row's maximum, in its last position
+        extra = [_last_skipped(x, case.dim, case.block_r)]
     knobs = {k: case[k] for k in ("path", "block_r", "block_i", "num_warps", "num_stages",
                                   "splits") if case.get(k) is not None}
     with ctx.count_launches() as log:
         out = _call(ctx, impl, x, case.dim, **knobs)
-    _compare(ctx, x, case.dim, out)
+    _compare(ctx, x, case.dim, out, extra)
     # Right values alone do not show which path ran: every kernel here computes the same
     # softmax, so a launcher that ignored the knob would pass on values. The names do show it.
     asked = _path_asked(case)
@@ -352,6 +404,29 @@ def forward_paths(ctx, impl, case):
                       f"{' then '.join(expected)} (the plan and the launch both follow the "
                       "knob); the launcher may choose the path (and the splits) itself only when "
                       "the knob is left out (None)")
+
+
+def _last_skipped(x, dim: int, block_r: int):
+    """Diagnosis: the output is the softmax whose statistics (max, sum) left out each row's
+    last position, as a first pass that stops one block short of n_r computes them."""
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(x.dtype)
+    n_r = x.shape[dim % 2]
+
+    def simulate():
+        rows = x.detach().double().cpu().movedim(dim % 2, -1)
+        head = rows[..., :-1]
+        m = head.amax(dim=-1, keepdim=True)
+        s = (head - m).exp().sum(dim=-1, keepdim=True)
+        return ((rows - m).exp() / s).movedim(-1, dim % 2)
+
+    return _simulated(f"last position skipped: the first pass left out each row's last element "
+                      f"(n_r = {n_r} = {n_r // block_r} * {block_r} + 1, so the last block of "
+                      "BLOCK_R holds that one position), and the row's max and sum miss it; "
+                      "walk every block, range(0, n_r, BLOCK_R), with r < n_r as the mask",
+                      simulate, match=(4 * tol.rtol, 4 * tol.atol + 1e-7),
+                      differ=(tol.rtol, tol.atol))
 
 
 def _ragged_cases(device: str) -> list[Case]:
@@ -381,20 +456,44 @@ def _extreme_cases(device: str) -> list[Case]:
               for lay in ("contiguous", "transposed") for dt in DTYPES]
     cases += [Case(kind="masked", layout=lay, block_r=16, dtype="float32")
               for lay in ("contiguous", "transposed")]
+    # Logits in -(0.9..1) * 1e31, rows ragged along either dim (33 and 5 positions): the padded
+    # lanes must load -inf, since a finite stand-in (-1e30, say) lies above every logit
+    # (float16 cannot show it: its -1e30 is -inf). Both paths: dim -1 and 0 of each layout.
+    cases += [Case(kind="huge", magnitude=-1e31, layout=lay, dim=dim, shape=(5, 33), dtype=dt)
+              for dt in ("float32", "bfloat16") for lay in ("contiguous", "transposed")
+              for dim in (-1, 0)]
+    # Logits near -200 (randn * 3 - 200): exp(x - 0) underflows to 0 in float32, so a running
+    # max that starts at 0, or a merge that pads missing slices with max 0, leaves a sum of 0.
+    # Two passes of path A and of path B (block_r=16), the split (3 slices: the merge pads a
+    # fourth) and the default plan of long columns (dim 0 of a contiguous (5000, 8): split
+    # under the interpreter, the exchange on a GPU).
+    for dt in ("float32", "bfloat16"):
+        cases += [Case(kind="shifted", layout="contiguous", dim=-1, shape=(6, 37), block_r=16,
+                       dtype=dt),
+                  Case(kind="shifted", layout="transposed", dim=-1, shape=(6, 37), block_r=16,
+                       dtype=dt),
+                  Case(kind="shifted", layout="transposed", dim=-1, shape=(6, 37), block_r=16,
+                       splits=3, dtype=dt),
+                  Case(kind="shifted", layout="contiguous", dim=0, shape=(5000, 8), dtype=dt)]
     return cases
 
 
 @register(W, "forward.extreme", tier="kernel", uses=SOFTMAX, cases=_extreme_cases,
-          doc="huge finite logits (fp16 near 65504, fp32 near 1e4), identical rows, -inf runs")
+          doc="huge finite logits (fp16 near 65504, fp32 near 1e4), logits near -1e31 and near "
+              "-200, identical rows, -inf runs")
 def forward_extreme(ctx, impl, case):
     torch = ctx.torch
     dtype = getattr(torch, case.dtype)
-    m, n = 4, 33
+    m, n = case.get("shape", (4, 33))
+    dim = case.get("dim", -1)
     if case.kind == "huge":
-        # Values spread over [0.9, 1] * magnitude: exp(x) overflows without the max shift.
+        # Values spread over [0.9, 1] * magnitude: exp(x) overflows without the max shift (a
+        # positive magnitude), or every logit lies below any finite tail padding (-1e31).
         base = ctx.rand_like_distinct((m, n), "float64", 0.9, 1.0) * case.magnitude
     elif case.kind == "identical":
         base = torch.full((m, n), 3.25, dtype=torch.float64, device=ctx.torch_device)
+    elif case.kind == "shifted":
+        base = ctx.randn((m, n), "float64", scale=3.0, shift=-200.0)
     else:
         # Masked logits: a run of -inf longer than one block at the start of each row (the
         # running max of the two-pass walk is -inf for a whole block), then real values.
@@ -404,9 +503,26 @@ def forward_extreme(ctx, impl, case):
         base[1, 25:40] = float("-inf")
     base = base.to(dtype)
     x = base if case.layout == "contiguous" else base.t().contiguous().t()
-    knobs = {} if case.get("block_r") is None else {"block_r": case.block_r}
-    out = _call(ctx, impl, x, -1, **knobs)
-    _compare(ctx, x, -1, out)
+    knobs = {k: case[k] for k in ("block_r", "splits") if case.get(k) is not None}
+    out = _call(ctx, impl, x, dim, **knobs)
+    _compare(ctx, x, dim, out)
+
+
+@register(W, "forward.fresh_output", tier="kernel", uses=SOFTMAX,
+          cases=[Case(layout=lay, shape=(6, 37), dim=-1, dtype="float32")
+                 for lay in ("contiguous", "transposed")],
+          doc="two calls of one shape: the first output keeps its values (no cached buffer)")
+def forward_fresh_output(ctx, impl, case):
+    x = make_view(ctx, case.layout, case.shape, case.dtype)
+    out = _call(ctx, impl, x, case.dim)
+    _compare(ctx, x, case.dim, out)
+    x2 = make_view(ctx, case.layout, case.shape, case.dtype)
+    out2 = _call(ctx, impl, x2, case.dim)
+    _compare(ctx, x2, case.dim, out2)
+    ctx.assert_close(out, _softmax64(x, case.dim),
+                     name="the first call's output, after a second call", diagnose=[
+        lambda g, e, bad: "the second call overwrote the first call's output: allocate a "
+                          "fresh output on every call (no cached buffer)"])
 
 
 @register(W, "forward.rows_sum_to_one", tier="kernel", uses=SOFTMAX,

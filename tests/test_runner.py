@@ -18,6 +18,7 @@ def add(x, y, *, block=1024):
     if y.layout != torch.strided: raise TypeError("y must be a dense tensor")
     if y.shape != x.shape: raise ValueError("y shape")
     if y.dtype != x.dtype: raise TypeError("y dtype")
+    if not (x.is_contiguous() and y.is_contiguous()): raise ValueError("x and y must be contiguous")
     if x.dtype not in (torch.float16, torch.bfloat16, torch.float32): raise TypeError("x dtype")
     if block & (block - 1): raise ValueError("block must be a power of two")
     return (x.float() + y.float()).to(x.dtype)
@@ -59,6 +60,8 @@ def _fake(tmp_path, body: str):
                 raise ValueError("x is a negated view: pass x.resolve_neg()")
             if not x.is_contiguous():
                 raise ValueError("x must be contiguous")
+            if num_warps is not None and (num_warps < 1 or num_warps > 32 or num_warps & (num_warps - 1)):
+                raise ValueError(f"num_warps must be a power of two in [1, 32], got {{num_warps}}")
             {body}
         """)
     path = tmp_path / "my_foundations.py"

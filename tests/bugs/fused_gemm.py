@@ -43,6 +43,27 @@ BUGS = [
     # operands (right values, slow; and persistent=True is refused for want of TMA alignment).
     Bug("staging_skipped", find="    if stage_unaligned and K > 0 and M > 0 and N > 0:\n",
         replace="    if False:\n", check="staged.unaligned", hint="staging skipped"),
+    # The output cached per (M, N, dtype, device) and handed out again: a second call of the
+    # same shape overwrites the first call's result.
+    Bug("output_cached",
+        find="    c = torch.empty((M, N), device=a.device, dtype=a.dtype)\n",
+        replace="    c = globals().setdefault(\"_C_CACHE\", {}).setdefault(\n"
+                "        (M, N, a.dtype, a.device), torch.empty((M, N), device=a.device, "
+                "dtype=a.dtype))\n",
+        check="knobs.group_m", hint="no cached buffer"),
+    # The epilogue flushes |acc| < 2^-14 (float16's smallest normal) to zero.
+    Bug("small_results_flushed",
+        find="    c = acc.to(OUT_DTYPE)  # (BLOCK_M, BLOCK_N)\n",
+        replace="    acc = tl.where(tl.abs(acc) < 6.103515625e-05, 0.0, acc)\n"
+                "    c = acc.to(OUT_DTYPE)  # (BLOCK_M, BLOCK_N)\n",
+        check="forward.ragged", hint="small results flushed to zero"),
+    # Stream-K: the first program sharing a tile computed one program too early when a tile
+    # edge falls on a program boundary, so the tile's partials are never all added.
+    Bug("stream_k_first_program_off_by_one",
+        find="return (((k_step.to(tl.int64) + 1) * NUM_PROGRAMS - 1) // total_steps)"
+             ".to(tl.int32)",
+        replace="return ((k_step.to(tl.int64) * NUM_PROGRAMS) // total_steps).to(tl.int32)",
+        check="persistent.stream_k", hint="hand-off of the shared last-wave tiles"),
     # The launcher forgets to check that the inner dimensions agree.
     Bug("no_k_check", find="    if a.shape[1] != b.shape[0]:\n",
         replace="    if False:\n", check="bad_calls", hint="refuse bad calls"),

@@ -30,4 +30,39 @@ BUGS = [
     Bug("imports_torch", find="import numpy as np\n",
         replace="import numpy as np\nimport torch  # noqa: F401\n",
         check="imports.numpy_only", hint="numpy only"),
+    # softmax of a chunk divided by the chunk's own sum: right for a whole row, wrong for a
+    # chunk normalised with the merged state (split softmax's normalize stage).
+    Bug("softmax_chunk_own_sum",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        e = np.exp(x - state.m)\n        return e / np.sum(e)\n",
+        check="softmax.high_precision", hint="not the chunk's own"),
+    # softmax shifted by the chunk's own maximum instead of the merged state's m.
+    Bug("softmax_chunk_own_max",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp(x - np.max(x)) / state.s\n",
+        check="softmax.high_precision", hint="not the chunk's own"),
+    # The consistency test made one-directional: State(-inf, 1.0) (mass without a maximum)
+    # is accepted.
+    Bug("state_accepts_neg_inf_max_with_mass",
+        find="        if (m == -math.inf) != (s == 0.0):\n",
+        replace="        if m != -math.inf and s == 0.0:\n",
+        check="bad_calls", hint="m = -inf with s > 0"),
+    # The validity test forgets +inf: State(0.0, inf) is accepted.
+    Bug("state_accepts_infinite_s",
+        find="        if math.isnan(s) or math.isinf(s) or s < 0.0:\n",
+        replace="        if math.isnan(s) or s < 0.0:\n",
+        check="bad_calls", hint="s = +inf"),
+    # A bool array (a mask passed by mistake) converted to 0.0 / 1.0 logits.
+    Bug("from_values_accepts_bool",
+        find='    if array.dtype.kind not in "fiu":',
+        replace='    if array.dtype.kind not in "fiub":',
+        check="bad_calls", hint="accepts a bool array"),
+    # A "negligible" shortcut: a side whose maximum lies more than 36.75 below the other is
+    # dropped, but it can hold enough values to matter (131072 values at -37 next to one at 0
+    # add 1.1e-11 to s, a thousand times the rounding budget).
+    Bug("merge_skips_far_side",
+        find="    m = max(a.m, b.m)\n",
+        replace=("    if b.m < a.m - 36.75:\n        return a\n    if a.m < b.m - 36.75:\n"
+                 "        return b\n    m = max(a.m, b.m)\n"),
+        check="merge.far_apart", hint="far-below side dropped"),
 ]

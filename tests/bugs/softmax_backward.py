@@ -1,5 +1,19 @@
 from tests.bugs import Bug
 
+_SAVED_Y = """\
+        {save}
+        ctx.dim = dim
+        # END EXERCISE
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy: torch.Tensor):
+        # EXERCISE Softmax: compute `dx` with softmax_backward from the saved y and the incoming
+        # dy (autograd may hand you a non-contiguous or broadcast dy: the kernel takes strides).
+        {load}
+"""
+
 BUGS = [
     Bug("missing_dot_term", find="dx = y * (dy - dot[:, None])", replace="dx = y * dy", count=2,
         check="backward.values", hint="missing the - <dy, y> term"),
@@ -8,6 +22,12 @@ BUGS = [
     Bug("reduction_in_fp16", find="other=0.0, eviction_policy=EVICT).to(tl.float32)",
         replace="other=0.0, eviction_policy=EVICT)",
         check="backward.fp32_reduction", hint="reduction in fp16"),
+    # bfloat16 on the looped paths: the running <dy, y> rounded to bf16 after every tile.
+    Bug("dot_rounded_to_bf16_per_tile", find="            dot += tl.sum(dy * y, axis=1)\n",
+        replace="            dot += tl.sum(dy * y, axis=1)\n"
+                "            if dx_ptr.dtype.element_ty == tl.bfloat16:\n"
+                "                dot = dot.to(tl.bfloat16).to(tl.float32)\n",
+        check="backward.fp32_reduction", hint="reduction in fp16/bf16"),
     Bug("dy_strides_from_y", find="dy.stride(0), dy.stride(1),  # strides of dy",
         replace="y.stride(0), y.stride(1),  # strides of dy",
         check="backward.layouts", hint="dy's strides taken from y"),
@@ -20,6 +40,18 @@ BUGS = [
         check="backward.values", hint="tail not masked"),
     Bug("saved_x_instead_of_y", find="ctx.save_for_backward(y)", replace="ctx.save_for_backward(x)",
         check="autograd.softmax_apply", hint="saved x instead of y"),
+    # The program id left int32: row * stride_ym overflows past 2^31 elements (a GPU-sized
+    # tensor: only the GPU zoo runs it).
+    Bug("program_id_int32", find="pid = tl.program_id(0).to(tl.int64)",
+        replace="pid = tl.program_id(0)", check="cuda.int64_offsets",
+        hint="offsets overflowed 32 bits", gpu_only=True),
+    # y kept as an attribute of ctx instead of saved: an in-place edit of y goes unnoticed.
+    # (the forward's save and the backward's read, with the lines between them unchanged)
+    Bug("y_kept_on_ctx", find=_SAVED_Y.format(save="ctx.save_for_backward(y)",
+                                              load="(y,) = ctx.saved_tensors"),
+        replace=_SAVED_Y.format(save="ctx.y = y", load="y = ctx.y"),
+        check="autograd.softmax_apply",
+        hint="save y with ctx.save_for_backward so autograd can detect in-place edits"),
     # Softmax.backward computes dx with PyTorch: right values, but not this workshop's kernel.
     Bug("backward_in_torch", find="dx = softmax_backward(y, dy, ctx.dim)",
         replace="dx = torch._softmax_backward_data(dy, y, ctx.dim, y.dtype)",

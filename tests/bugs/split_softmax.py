@@ -33,4 +33,50 @@ BUGS = [
     Bug("sm_count_not_validated",
         find='    check_int_range("sm_count", sm_count, 1, _MAX_COUNT)\n', replace="",
         check="bad_calls", hint="refuse bad calls"),
+    # partial_stats hands out the same two buffers for every call of one shape: the second
+    # call overwrites the statistics the first one returned.
+    Bug("partial_stats_cached_buffers",
+        find=("    m = torch.empty((n_rows, n_chunks), dtype=torch.float32, device=x.device)\n"
+              "    s = torch.empty((n_rows, n_chunks), dtype=torch.float32, device=x.device)\n"),
+        replace=("    cache = partial_stats.__dict__.setdefault('cache', {})\n"
+                 "    key = (n_rows, n_chunks, x.device)\n"
+                 "    if key not in cache:\n"
+                 "        cache[key] = tuple(torch.empty((n_rows, n_chunks), dtype=torch.float32,"
+                 " device=x.device) for _ in range(2))\n"
+                 "    m, s = cache[key]\n"),
+        check="forward.fresh", hint="no cached buffer"),
+    # merge_stats does the same with its (M,) outputs.
+    Bug("merge_stats_cached_buffers",
+        find=("    m_row = torch.empty((n_rows,), dtype=torch.float32, device=m.device)\n"
+              "    s_row = torch.empty((n_rows,), dtype=torch.float32, device=m.device)\n"),
+        replace=("    cache = merge_stats.__dict__.setdefault('cache', {})\n"
+                 "    if (n_rows, m.device) not in cache:\n"
+                 "        cache[(n_rows, m.device)] = tuple(torch.empty((n_rows,), "
+                 "dtype=torch.float32, device=m.device) for _ in range(2))\n"
+                 "    m_row, s_row = cache[(n_rows, m.device)]\n"),
+        check="forward.fresh", hint="no cached buffer"),
+    # The grid-size check is gone: 2^54 programs get as far as allocating the output.
+    Bug("grid_size_not_checked",
+        find="    if n_rows * cdiv(n_cols, chunk) > 2**31 - 1:\n",
+        replace="    if False:\n",
+        check="bad_calls", hint="grid too large"),
+    # The chunk's state stores the shift (0 for a chunk of only -inf) instead of its maximum:
+    # the merge then takes 0 as the maximum of a row whose values lie below it.
+    Bug("partial_stores_shift_not_max",
+        find="    tl.store(m_ptr + row * stride_pm + chunk_id * stride_pc, m)\n",
+        replace="    tl.store(m_ptr + row * stride_pm + chunk_id * stride_pc, m_shift)\n",
+        check="stats.partial", hint="a chunk of only -inf must report m = -inf"),
+    # The same, caught on the whole softmax (values near -200: the output is NaN).
+    Bug("partial_stores_shift_not_max_forward",
+        find="    tl.store(m_ptr + row * stride_pm + chunk_id * stride_pc, m)\n",
+        replace="    tl.store(m_ptr + row * stride_pm + chunk_id * stride_pc, m_shift)\n",
+        check="forward.extreme", hint="a chunk of only -inf must report m = -inf"),
+    # The padding lanes of the last chunk loaded as a "very negative" finite number: rows whose
+    # values all lie below it take the pad for their maximum.
+    Bug("tail_padded_with_finite_value",
+        find=("    x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=mask,\n"
+              "                other=-float(\"inf\")).to(tl.float32)\n"),
+        replace=("    x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=mask,\n"
+                 "                other=-1e30).to(tl.float32)\n"),
+        check="forward.extreme", hint="tail padded with a finite value instead of -inf"),
 ]

@@ -52,3 +52,68 @@ BUGS = [
     Bug("scale_not_validated", find="    if not math.isfinite(scale) or scale <= 0.0:\n",
         replace="    if False:\n", check="bad_calls", hint="validate"),
 ]
+
+BUGS += [
+    # v's features addressed with k's feature stride: right while both are 1 (row-major).
+    Bug("v_feature_stride_of_k",
+        find="v_offs = offs_n0[:, None] * stride_vn + cols[None, :] * stride_vd",
+        replace="v_offs = offs_n0[:, None] * stride_vn + cols[None, :] * stride_kd",
+        check="forward.strided", hint="v's strides mixed up with k's"),
+    # The output allocated like q: for a column-major q it is column-major too (right values,
+    # but the API promises a new contiguous tensor).
+    Bug("output_like_q",
+        find="    out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)\n"
+             "    if out.numel() == 0:",
+        replace="    out = torch.empty_like(q)\n    if out.numel() == 0:",
+        check="forward.strided", hint="new contiguous output"),
+    # The output cached per shape (on the launcher): a second call of the same shape overwrites
+    # the first call's result.
+    Bug("output_cached",
+        find="    out = torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device)\n"
+             "    if out.numel() == 0:",
+        replace="    out = _launch.__dict__.setdefault((heads, n_ctx, head_dim, q.dtype, q.device), "
+                "torch.empty((heads, n_ctx, head_dim), dtype=q.dtype, device=q.device))\n"
+                "    if out.numel() == 0:",
+        check="forward.values", hint="no cached buffer"),
+    # The running max started at a "very negative" number: right until every logit of a row
+    # lies below it (then l = 0 and the row is 0 / 0).
+    Bug("max_started_finite", find='m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)',
+        replace="m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)", check="forward.extreme",
+        hint="running max must start at -inf"),
+    # The same in the merge of the key splits: M started at 0 weighs every split by
+    # exp2(m_s - 0), 0 when all logits are very negative.
+    Bug("merge_max_started_at_zero",
+        find='    m_max = tl.full([BLOCK_M], -float("inf"), tl.float32)\n',
+        replace="    m_max = tl.zeros([BLOCK_M], tl.float32)\n", check="forward.extreme",
+        hint="running max must start at -inf"),
+    # Dropped keys given a finite score: right until real scores lie below it.
+    Bug("masked_score_finite", find='s = tl.where(keep, s, -float("inf"))',
+        replace="s = tl.where(keep, s, -1.0e30)", check="forward.extreme",
+        hint="masked scores must be -inf, not a finite sentinel"),
+    # No check that scale * log2(e) fits float32: scale = 3e38 runs with qk_scale = inf.
+    Bug("scale_overflow_unchecked", find="    if scale * _LOG2E > _FLOAT32_MAX:\n",
+        replace="    if False:\n", check="bad_calls", hint="refuse bad calls"),
+    # bool is an int: scale=True ran as 1.0.
+    Bug("scale_bool_accepted",
+        find="    if isinstance(scale, bool) or not isinstance(scale, (int, float)):",
+        replace="    if not isinstance(scale, (int, float)):", check="bad_calls",
+        hint="refuse bad calls"),
+    # Non-causal stage 1 ended at a multiple of BLOCK_M: with BLOCK_N > BLOCK_M its last step
+    # reads keys past N without a mask.
+    Bug("first_stage_ends_on_block_m", find="        hi1 = (n_ctx // BLOCK_N) * BLOCK_N\n",
+        replace="        hi1 = (n_ctx // BLOCK_M) * BLOCK_M\n", check="forward.strided",
+        hint="the first stage must end on a BLOCK_N boundary"),
+    # k's heads offset by v's head stride: right while the two are equal.
+    Bug("k_head_offset_v_stride", find="k_src = k_ptr + head.to(tl.int64) * stride_kh",
+        replace="k_src = k_ptr + head.to(tl.int64) * stride_vh", check="heads.values",
+        hint="k's strides mixed up with v's"),
+    # The combine kernel forgets that each head has KV_SPLITS row blocks of workspace.
+    Bug("combine_head_offset", find="first = head.to(tl.int64) * KV_SPLITS * n_pad",
+        replace="first = head.to(tl.int64) * n_pad", check="forward.kv_splits",
+        hint="each split's workspace rows must be its own"),
+    # The split kernel stores by split alone: every head's split s lands in the same rows.
+    Bug("workspace_rows_by_split",
+        find="rows = tl.program_id(1).to(tl.int64) * (tl.num_programs(0) * BLOCK_M) + offs_m",
+        replace="rows = split.to(tl.int64) * (tl.num_programs(0) * BLOCK_M) + offs_m",
+        check="forward.kv_splits", hint="each split's workspace rows must be its own"),
+]

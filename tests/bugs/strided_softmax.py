@@ -63,4 +63,35 @@ BUGS = [
         gpu_only=True),
     Bug("no_knob_validation", find='check_power_of_two("num_warps", num_warps, 1, 16)',
         replace="pass", check="bad_calls", hint="refuse bad calls"),
+    # An output buffer cached across calls (keyed on shape, dtype, device): the second call
+    # overwrites the first call's result.
+    Bug("output_cached", find="    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)",
+        replace="    out = softmax.__dict__.setdefault((tuple(x.shape), x.dtype, x.device), "
+                "torch.empty(x.shape, dtype=x.dtype, device=x.device))",
+        check="forward.fresh_output", hint="no cached buffer"),
+    # The tail padded with a finite "very negative" number: right until every logit of a row
+    # lies below it (-1e31), then the padding wins the max and takes the whole sum.
+    Bug("tail_other_finite", find='other=-float("inf")).to(tl.float32)',
+        replace="other=-1e30).to(tl.float32)", check="forward.extreme",
+        hint="tail padded with a finite value instead of -inf"),
+    # Path B's running max started at 0: logits far below 0 (-200) leave a sum of 0.
+    Bug("running_max_starts_at_zero",
+        find='m = tl.full([BLOCK_I], -float("inf"), tl.float32)  # running max of each row',
+        replace="m = tl.zeros([BLOCK_I], tl.float32)  # running max of each row",
+        check="forward.extreme", hint="running max must start at -inf"),
+    # The split's merge pads its missing slices (SPLITS is a power of two) with a max of 0.
+    Bug("merge_pads_missing_slices_with_zero",
+        find='m_k = tl.load(stats_ptr + k * n_i + i, mask=ok, other=-float("inf"))',
+        replace="m_k = tl.load(stats_ptr + k * n_i + i, mask=ok, other=0.0)",
+        check="forward.extreme", hint="pad missing slices with max -inf"),
+    # Path A's first pass stops one block short when n_r % BLOCK_R == 1: the last position
+    # (its own block) never reaches the row's max and sum.
+    Bug("along_first_pass_skips_last_block",
+        find="        for start in range(0, n_r, BLOCK_R):\n            r = start + r0\n"
+             "            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)\n"
+             "            m_new",
+        replace="        for start in range(0, n_r - 1, BLOCK_R):\n            r = start + r0\n"
+                "            x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)\n"
+                "            m_new",
+        check="forward.paths", hint="last position skipped"),
 ]
