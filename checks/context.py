@@ -18,6 +18,9 @@ from checks import compare
 from checks.core import CheckFailed, Unavailable
 from checks.device import torch_device
 
+# The hint of every output found in memory an earlier call returned (see expect_fresh).
+CACHED_BUFFER_HINT = "outputs must be freshly allocated on every call (no cached buffer)"
+
 
 class CheckContext:
     def __init__(self, device: str, seed: int, key: str):
@@ -178,7 +181,7 @@ class CheckContext:
                 raise CheckFailed(
                     f"{label} returned memory that an earlier call's output ({earlier_label}) "
                     "still holds: that earlier result was overwritten",
-                    hint="outputs must be freshly allocated on every call (no cached buffer)")
+                    hint=CACHED_BUFFER_HINT)
         size = out.untyped_storage().nbytes()
         if self._earlier_bytes + size <= self._EARLIER_OUTPUTS_MAX_BYTES:
             self._earlier_outputs.append((label, out))
