@@ -85,7 +85,27 @@ def load(workshop: str, impl: str | Path | Implementation):
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: the implementation {implementation.label!r}"
                                 f" has no module for workshop {workshop!r}")
-    return importlib.import_module(implementation.module_name(workshop))
+    try:
+        return importlib.import_module(implementation.module_name(workshop))
+    except ModuleNotFoundError as exc:
+        sibling = _missing_sibling(exc, implementation)
+        if sibling is None:
+            raise
+        # A learner's own file imports its helpers relatively (`from ._validate import ...`);
+        # Python's message names our made-up package (`_impl_4d21...`), which helps nobody.
+        raise ModuleNotFoundError(
+            f"{path.name} imports .{sibling}, but {implementation.folder} has no {sibling}.py: "
+            f"the folder of your file is imported as a package, so copy kernels/{sibling}.py "
+            f"next to it (or pass a copy of the whole kernels/ folder as --impl)",
+            name=exc.name) from exc
+
+
+def _missing_sibling(exc: ModuleNotFoundError, implementation: Implementation) -> str | None:
+    """The sibling module a relative import did not find in the implementation's folder."""
+    prefix = implementation.package + "."
+    if implementation.package in PACKAGES or not (exc.name or "").startswith(prefix):
+        return None
+    return exc.name[len(prefix):]
 
 
 def unfilled_exercises(workshop: str, impl: Implementation, uses: tuple[str, ...]) -> list[str]:

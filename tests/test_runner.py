@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from tests.helpers import load_json, run_checks, run_python
+from tests.helpers import ROOT, load_json, run_checks, run_python
 
 GOOD_ADD = """
 def add(x, y, *, block=1024):
@@ -101,6 +101,16 @@ def test_module_that_does_not_import_is_a_fail_not_a_crash(tmp_path):
     done = run_checks("run", "foundations", "--impl", str(path), "--only", "add.values")
     assert done.returncode == 1
     assert "could not import" in done.stdout and "SyntaxError" in done.stdout
+
+
+def test_own_file_without_its_helpers_names_the_file_to_copy(tmp_path):
+    # A reference copied alone: its `from ._validate import ...` finds no sibling.
+    (tmp_path / "foundations.py").write_text((ROOT / "references" / "foundations.py").read_text())
+    done = run_checks("run", "foundations", "--impl", str(tmp_path / "foundations.py"),
+                      "--only", "add.values")
+    assert done.returncode == 1
+    assert "copy kernels/_validate.py next to it" in done.stdout, done.stdout
+    assert "_impl_" not in done.stdout  # not the made-up package name Python would print
 
 
 def test_json_record_has_the_contract_fields(tmp_path):
