@@ -13,8 +13,11 @@ imported only to draw figures.
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import importlib
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -885,24 +888,68 @@ def stale_notices(evidence: Evidence, root: Path = REPO_ROOT) -> list[str]:
     """One line per source file whose sha256 differs from the one recorded with the latest GPU
     evidence of each kind that names it (benchmark runs, check runs, bad calls and planted bugs
     on cuda, each kind on its own: fresh benchmarks do not vouch for checks that ran on an
-    older reference)."""
-    latest: dict[tuple, tuple] = {}  # (kind, source path) -> (when, sha, file name)
+    older reference).
+
+    A file whose code is unchanged, only its comments, docstrings or layout (the measured text
+    is taken from git at the evidence's commit and must hash to the recorded sha256), gets a
+    NOTE instead of a STALE line: the evidence still describes what runs."""
+    latest: dict[tuple, tuple] = {}  # (kind, source path) -> (when, sha, file name, commit)
     for f in evidence.files:
         if f.header.get("device") != "cuda":
             continue
         for path, sha in (f.header.get("sources") or {}).items():
             key = (f.kind, path)
             if key not in latest or f.when > latest[key][0]:
-                latest[key] = (f.when, sha, f.name)
+                latest[key] = (f.when, sha, f.name, f.header.get("git_commit"))
     notices = []
-    for (kind, path), (_, sha, name) in sorted(latest.items(), key=lambda kv: kv[0][::-1]):
+    for (kind, path), (_, sha, name, commit) in sorted(latest.items(), key=lambda kv: kv[0][::-1]):
         current = root / path
         if not current.is_file():
             notices.append(f"STALE: {path} (named by {name}) no longer exists")
-        elif provenance.sha256(current) != sha:
+        elif provenance.sha256(current) == sha:
+            continue
+        elif _same_code(_measured_text(root, path, sha, commit), current.read_text()):
+            notices.append(f"NOTE: {path} differs from its latest GPU {kind} evidence ({name}) "
+                           f"only in comments, docstrings or layout; the evidence stands")
+        else:
             notices.append(f"STALE: {path} changed since its latest GPU {kind} evidence "
                            f"({name}); rerun the GPU validation to refresh it")
     return notices
+
+
+def _measured_text(root: Path, path: str, sha: str, commit: str | None) -> str | None:
+    """`path` as the evidence measured it: its text at `commit`, if that text has the recorded
+    sha256 (a run on a tree with uncommitted edits has none to offer: None)."""
+    if not commit:
+        return None
+    try:
+        blob = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{path}"],
+                              capture_output=True, check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return blob.decode() if hashlib.sha256(blob).hexdigest() == sha else None
+
+
+def _same_code(old: str | None, new: str) -> bool:
+    """Do two Python sources define the same program? Their syntax trees are compared without
+    docstrings; comments and layout never reach the tree."""
+    def code(source: str) -> str | None:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = node.body[0] if node.body else None
+                if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                        and isinstance(first.value.value, str)):
+                    node.body = node.body[1:] or [ast.Pass()]
+        return ast.dump(tree)
+
+    if old is None:
+        return False
+    old_code = code(old)
+    return old_code is not None and old_code == code(new)
 
 
 # ---------------------------------------------------------------------------------------------

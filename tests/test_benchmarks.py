@@ -470,6 +470,41 @@ def test_stale_notice_is_kept_per_kind_of_evidence(tmp_path):
     assert len(notices) == 1 and "GPU checks evidence (checks.json)" in notices[0]
 
 
+def test_comment_only_change_is_a_note_and_code_change_is_stale(tmp_path):
+    """The measured text comes from git at the evidence's commit; a source that differs from it
+    only in comments, docstrings or layout still runs the measured code."""
+    import subprocess
+
+    from checks import provenance
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t",
+                               "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    source = tmp_path / "k.py"
+    source.write_text('def f(x):\n    """Twice x."""\n    return 2 * x  # doubled\n')
+    git("init", "-q")
+    git("add", "k.py")
+    git("commit", "-qm", "k")
+    header = {"device": "cuda", "date": "2026-11-30T10:00:00+0000", "git_commit": git("rev-parse", "HEAD"),
+              "sources": {"k.py": provenance.sha256(source)}}
+    evidence = report.Evidence([report.EvidenceFile("checks.json", "checks", {"header": header})])
+    assert report.stale_notices(evidence, root=tmp_path) == []
+    source.write_text('def f(x):\n    """Return x times two."""\n    # why: a doubling\n'
+                      '    return 2 * x\n')
+    (notice,) = report.stale_notices(evidence, root=tmp_path)
+    assert notice.startswith("NOTE: k.py differs") and "only in comments" in notice
+    source.write_text('def f(x):\n    """Twice x."""\n    return 3 * x  # doubled\n')
+    (notice,) = report.stale_notices(evidence, root=tmp_path)
+    assert notice.startswith("STALE: k.py changed")
+    # Evidence measured on a tree whose file was not the committed one: nothing to compare with.
+    header["sources"]["k.py"] = "0" * 64
+    source.write_text('def f(x):\n    """Twice x."""\n    return 2 * x\n')
+    (notice,) = report.stale_notices(evidence, root=tmp_path)
+    assert notice.startswith("STALE: k.py changed")
+
+
 def test_figures_from_synthetic_evidence(tmp_path):
     pytest.importorskip("matplotlib")
     _write_fake_evidence(tmp_path)
