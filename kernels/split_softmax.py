@@ -41,7 +41,7 @@ from ._validate import check_device, check_int_range, check_power_of_two, check_
 
 # exp(x) = 2^(x * log2(e)): Triton 3.6 compiles tl.exp2 on float32 to the GPU's one-instruction
 # ex2 (which flushes results below 2^-126 to zero), tl.exp to a slower ex2 that keeps them;
-# with 16-bit inputs these kernels are short of instructions, not of bandwidth (lesson 1).
+# with 16-bit inputs these kernels are short of instructions, not of bandwidth (workshop 1).
 LOG2E = tl.constexpr(1.4426950408889634)
 
 MIN_CHUNK = 4  # tl.arange needs a power of two; 4 lets the lesson run its 2 x 12 example
@@ -49,7 +49,8 @@ MAX_CHUNK = 16384  # one chunk is one tile in registers: 16384 fp32 over 16 warp
 _DEFAULT_MIN_CHUNK = 1024  # smaller default chunks make programs too short to hide latency
 # Larger chunks only made programs fewer and longer: on the H200 sweep (graph timing, 1024 x
 # 131072 fp16) chunks of 2048-8192 with 2048 values per warp ran 198-200 us, 16384 over 16 warps
-# 218 us (benchmarks/results/sweep-graph-softmax-*).
+# 218 us (benchmarks/results/sweep-graph-softmax-20261130b.json.gz, in git history before
+# commit c7fe401).
 _DEFAULT_MAX_CHUNK = 4096
 _VALUES_PER_WARP = 2048  # default num_warps = chunk / this (64 values per thread), at least 2
 _PROGRAMS_PER_SM = 4  # default chunk: aim for this many (row, chunk) programs per SM

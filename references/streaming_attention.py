@@ -322,7 +322,8 @@ def combine_splits_kernel(
 # tma=None means "auto": TMA where the GPU and the strides allow it, if _TMA_BY_DEFAULT is True.
 # Compiled for sm_90, TMA uses 20-40 fewer registers per thread than per-thread pointers at the
 # same tiles, and the H200 sweep measured it 3-34% faster at 64 x 64 tiles, 4 warps, 3 stages
-# (benchmarks/results/sweep-graph-attention-*; descriptors built on the host at the time).
+# (benchmarks/results/sweep-graph-attention-20261130b.json.gz, in git history before commit
+# c7fe401; descriptors built on the host at the time).
 _TMA_BY_DEFAULT = True
 # Where TMA descriptors are built. On the device, each program builds its own: no host cost,
 # but the TMA unit then fetches a different descriptor for every program. On the host, once
@@ -388,7 +389,8 @@ def default_config(head_dim: int, dtype: torch.dtype, *, causal: bool = False, h
     # 64 x 64 tiles over 4 warps, 3 stages, TMA loads: the fastest of the 27 sweep candidates
     # on four of the five swept shapes and 5% behind the fastest on the fifth (16 heads x 4096
     # and one head x 4096-16384, d = 64 and 128, causal and not; H200, bf16, graph timing,
-    # benchmarks/results/sweep-graph-attention-*). Against 128-row tiles it doubles the number
+    # benchmarks/results/sweep-graph-attention-20261130b.json.gz, in git history before commit
+    # c7fe401). Against 128-row tiles it doubles the number
     # of programs, which one head of a few thousand rows needs to fill 132 SMs.
     # With 512 or more such programs (about 4 per SM) and no causal mask, 128-row programs
     # won in the A/B (benchmarks/results/diagnostics/ab-attention-*, host descriptors):

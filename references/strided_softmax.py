@@ -40,9 +40,9 @@ Limitations
   several programs per strip when there are few strips; float32 rows of up to 32768 on a GPU
   take the exchange instead (one read), 16-bit ones its shared-memory version on compute
   capability 9.x. 16-bit transposed rows longer than 8192 stay under 0.6 of the copy
-  bandwidth (on the H200, graph timing: about 0.62 at 4096, 0.63 at 8192, just under 0.6 at
-  16384, 0.52-0.53 at 32768; the validation report gives every run's numbers and says why). Very wide contiguous rows
-  with few of them leave most of the GPU idle on path A: that is the split softmax
+  bandwidth (on the H200, graph timing: about 0.62 at 4096, 0.63 at 8192, 0.59-0.6 at 16384,
+  0.52-0.53 at 32768; the validation report gives every run's numbers and says why). Very wide
+  contiguous rows with few of them leave most of the GPU idle on path A: that is the split softmax
   workshop's subject.
 - Rows of -inf entries behave as torch's softmax (a row of only -inf gives NaN).
 - Written for, and to be measured on, an NVIDIA H200 (see the validation report for numbers).
@@ -93,7 +93,8 @@ _STRIP_TILE = 16384  # 2-D tiles: largest tile that keeps a whole reduction in r
 _CHUNK_TILE = 4096  # 2-D tiles: chunk of a two-pass walk (BLOCK_R x BLOCK_I)
 _TRANSPOSE_SIDE = 16  # 2-D tiles: at least one 32-byte sector of float16 along the output's rows
 # Path B, two passes (long rows of a transposed input): large chunks keep many bytes in flight
-# per program. On the H200 sweep (graph timing, float16, benchmarks/results/sweep-graph-softmax-*)
+# per program. On the H200 sweep (graph timing, float16; benchmarks/results/sweep-graph-softmax-
+# 20261130b.json.gz, removed from the folder in commit c7fe401 and kept in git history)
 # 16K-element chunks over 8 warps ran 1.79 TB/s on a transposed 4096 x 4096 (1024 x 16 chunks)
 # and 1.47 TB/s on 2048 x 32768 (2048 x 8), against 0.99 for 4K-element chunks over 8 warps.
 _ACROSS_CHUNK_TILE = 16384
@@ -101,7 +102,8 @@ _ACROSS_WARPS = 8
 _ACROSS_PROGRAMS = 256  # at least this many programs (about 2 per SM) before widening BLOCK_I
 # Path B, one block: the whole reduction of a strip of at least _ONE_BLOCK_SIDE rows in one
 # _STRIP_TILE tile, over _ONE_BLOCK_WARPS warps. H200 sweep (graph timing, float16, 128 MiB
-# transposed tensors, benchmarks/results/sweep-graph-strided-* and diagnostics/sweep-strided-*):
+# transposed tensors; benchmarks/results/sweep-graph-strided-20261130e.json.gz, in git history
+# before commit c7fe401, and diagnostics/sweep-strided-*):
 # a 2048 x 8 tile over 4 warps ran 32768 x 2048 at 103 us (0.63 of copy), where the previous
 # default walked it in two passes in 135 us; 4 warps ran 262144 x 256 at 76 us, 16 at 126 us.
 _ONE_BLOCK_SIDE = 8
@@ -692,8 +694,9 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     n_rows, n_cols = x.shape
     x_strides = x.stride()
     out_strides = (n_cols, 1)
-    # EXERCISE softmax, plan: give the sizes and strides of the two roles, for x and for the
-    # output. For dim=1 the rows of x are the softmax rows. For dim=0 the softmax rows are the
+    # EXERCISE softmax, plan: set n_i, n_r, stride_xi, stride_xr, stride_oi and stride_or, the
+    # sizes and strides of the two roles (i: which softmax row, r: position along it), for x
+    # and for the output. For dim=1 the rows of x are the softmax rows. For dim=0 the softmax rows are the
     # rows of x.t(): swap the two sizes and the two strides; nothing is copied.
     if dim == 1:
         n_i, n_r = n_rows, n_cols
