@@ -330,7 +330,8 @@ def _exception_hint(exc: BaseException) -> str:
                 "The CUDA context is now unusable: restart the process")
     if "out-of-bounds" in str(exc):
         return ("tail not masked: a load or store reached past the end of a tensor (the "
-                "interpreter's bounds check stopped it); mask the lanes beyond the size")
+                "interpreter's bounds check stopped it); mask the lanes beyond the size, or, "
+                "for a loop meant to load without a mask, end it before the ragged last block")
     if name == "CompilationError":
         return "Triton could not compile the kernel: the message shows the line and the reason"
     if name == "InterpreterError":
