@@ -151,7 +151,8 @@ class CheckContext:
             raise CheckFailed(f"{label} returned {type(out).__name__}, expected a torch.Tensor",
                               hint="return the output tensor from the launcher")
         for t in inputs:
-            if _shares_memory(out, t):
+            # `is` as well: an empty tensor has no memory to share, so only identity shows it.
+            if out is t or _shares_memory(out, t):
                 raise CheckFailed(f"{label} returned one of its inputs (or a view of it)",
                                   hint="outputs must be freshly allocated, e.g. torch.empty(...)")
         self.expect_fresh(out, label)

@@ -72,3 +72,13 @@ def test_expect_fresh_sees_views_of_an_earlier_output():
     ctx.expect_fresh(whole[:8], "first")
     with pytest.raises(CheckFailed):
         ctx.expect_fresh(whole[8:], "second")
+
+
+def test_an_empty_input_returned_as_the_output_fails():
+    """An empty tensor has no memory (data pointer 0), so only identity shows the input came
+    back; a fresh empty output passes."""
+    ctx = _context()
+    x = torch.randn((0, 5))
+    with pytest.raises(CheckFailed, match="returned one of its inputs"):
+        ctx.call(lambda t: t, x)
+    assert ctx.call(lambda t: torch.empty_like(t), x).shape == (0, 5)
