@@ -29,9 +29,10 @@ DECIMAL_DIGITS = 50
 
 SIZES = (7, 64, 1000)  # a weird size, a power of two, a long row
 # Rows: the moderate case, a wide spread (most terms underflow), huge finite magnitudes, rows
-# with -inf entries (masked logits), many exact ties at the maximum, and values near 1000 where
-# exp(x) overflows unless the maximum is subtracted first.
-KINDS = ("normal", "wide", "extreme", "neg_inf", "ties", "offset")
+# with -inf entries (masked logits), many exact ties at the maximum, values near 1000 where
+# exp(x) overflows unless the maximum is subtracted first, and values near -1000 where exp(x)
+# (and exp(m)) underflows to 0.
+KINDS = ("normal", "wide", "extreme", "neg_inf", "ties", "offset", "low")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,6 +63,8 @@ def _row(rng, kind: str, n: int):
         return rng.integers(-3, 3, n).astype(np.float64)
     if kind == "offset":
         return 1000.0 + rng.normal(0.0, 2.0, n)
+    if kind == "low":
+        return -1000.0 + rng.normal(0.0, 2.0, n)
     if kind == "all_neg_inf":
         return np.full(n, -np.inf)
     raise ValueError(kind)
@@ -194,6 +197,14 @@ HINT_IDENTITY = ("no identity handling: merge(identity(), identity()) must retur
 HINT_SHIFT = ("missing max shift: from_values([1000.0, 999.0]) should be State(1000.0, "
               "1 + exp(-1)); exp(x) overflows to inf for x > 709 (and underflows to 0 below "
               "-745): sum exp(x - m), whose terms are all in [0, 1]")
+HINT_PRECISION = ("s lost precision: sum in float64: from_values([1000.0, 999.0]) should be "
+                  "State(1000.0, 1 + exp(-1)) to float64 precision (relative error ~1e-16), but s "
+                  "is off by far more; a float32 exp or sum keeps only ~1e-7, so keep x - m, "
+                  "exp and the sum in float64")
+HINT_LSE_FORM = ("log_sum_exp not in the shifted form: log_sum_exp(State(-1000.0, 1.0)) must be "
+                 "-1000.0 and log_sum_exp(State(1000.0, 1.0)) 1000.0; log(s * exp(m)) underflows "
+                 "(exp(-1000) = 0, log(0) fails) or overflows (exp(1000) = inf): return "
+                 "m + log(s)")
 HINT_FIRST_MAX = ("first chunk's max used instead of the merged max: merge(State(0, 1), "
                   "State(1, 1)) must have m = max(a.m, b.m) = 1; keeping a.m leaves s scaled by "
                   "exp(b.m - a.m), which overflows when the later chunk is much larger")
@@ -244,9 +255,27 @@ def _diagnose(impl) -> str | None:
     if empty is not None and (both is None or not _is_state(impl, both)
                               or _bits(both) != _bits(empty)):
         return HINT_IDENTITY
-    if not near(attempt(impl.from_values, np.array([1000.0, 999.0])), 1000.0, e1) or \
-            not near(attempt(impl.from_values, np.array([-1000.0, -1001.0])), -1000.0, e1):
-        return HINT_SHIFT
+    # A crash, a wrong maximum or a sum far off (inf, NaN, 0) is the missing shift; a sum
+    # right to a few float32 ulps only is a sum taken in float32.
+    imprecise = False
+    for row, m in (([1000.0, 999.0], 1000.0), ([-1000.0, -1001.0], -1000.0)):
+        got = attempt(impl.from_values, np.array(row))
+        if not (got is not None and _is_state(impl, got) and got.m == m
+                and math.isfinite(got.s) and abs(got.s - e1) <= 1e-3 * e1):
+            return HINT_SHIFT
+        imprecise = imprecise or not near(got, m, e1)
+    if imprecise:
+        return HINT_PRECISION
+    # log_sum_exp in the shifted form m + log(s): exp(m) alone under- or overflows. Only when
+    # a moderate state comes out right (an unwritten log_sum_exp is not this mistake).
+    moderate = attempt(State, 2.0, 3.0)
+    if moderate is not None and getattr(impl, "log_sum_exp", None) is not None:
+        got = attempt(impl.log_sum_exp, moderate)
+        if isinstance(got, float) and abs(got - (2.0 + math.log(3.0))) <= 1e-12:
+            for m in (-1000.0, 1000.0):
+                state = attempt(State, m, 1.0)
+                if state is not None and attempt(impl.log_sum_exp, state) != m:
+                    return HINT_LSE_FORM
     low, high = attempt(State, 0.0, 1.0), attempt(State, 1.0, 1.0)
     if low is None or high is None:
         return None
@@ -597,6 +626,11 @@ def _check_softmax(ctx, impl, x, state, expected, exact, merges, what, *, offset
     if np.shares_memory(got, x):
         _fail(ctx, impl, f"{what} returned its input (or a view of it)",
               "return a freshly allocated array")
+    if got.dtype != np.float64:
+        raise CheckFailed(f"{what} returned dtype {got.dtype}, expected float64 "
+                          f"{_seed_text(ctx)}",
+                          hint="softmax returns float64: x is converted to float64, and "
+                               "exp(x - m) / s stays float64 (no cast to a narrower dtype)")
     got = got.astype(np.float64)
     fallback = (HINT_CHUNK_SOFTMAX if chunk else "softmax(x, state) = exp(x - m) / s")
     if np.isnan(got).any():
@@ -624,9 +658,45 @@ def _check_softmax(ctx, impl, x, state, expected, exact, merges, what, *, offset
                   f"{expected[i]!r}, |error| {err[i]:.3g} > {allowed[i]:.3g}", fallback)
 
 
+HINT_DTYPES = ("from_values refuses int/float32 rows: other real dtypes are converted to "
+               "float64 (accept the dtype kinds 'f', 'i' and 'u'; refuse only bool, complex and "
+               "non-numbers), and the state is the float64 row's state")
+
+
+@register(W, "from_values.dtypes", tier="cpu", uses=("from_values",),
+          doc="rows of Python ints, int32, uint8, float32 and float16 are accepted and give the "
+              "float64 row's state bit for bit")
+def from_values_dtypes(ctx, impl, case):
+    import numpy as np
+
+    rng = ctx.numpy_rng()
+    # Every value converts to float64 exactly, so the state must be the float64 row's, bit for
+    # bit. uint8 values up to 255: a difference x - m taken in uint8 would wrap around.
+    rows = [("a list of Python ints", rng.integers(-50, 50, 9).tolist()),
+            ("an int32 array", rng.integers(-50, 50, 9).astype(np.int32)),
+            ("a uint8 array", rng.integers(0, 256, 9).astype(np.uint8)),
+            ("a float32 array", rng.normal(0.0, 3.0, 9).astype(np.float32)),
+            ("a float16 array", rng.normal(0.0, 3.0, 9).astype(np.float16))]
+    for what, row in rows:
+        want = _call(ctx, impl, "from_values", np.asarray(row, dtype=np.float64))
+        try:
+            got = _call(ctx, impl, "from_values", row)
+        except CheckFailed as exc:
+            original = getattr(exc.__cause__, "__cause__", None)
+            if isinstance(original, (TypeError, ValueError)):
+                raise CheckFailed(f"from_values of {what}: {exc.message}",
+                                  hint=HINT_DTYPES) from exc
+            raise
+        if not _is_state(impl, got) or _bits(got) != _bits(want):
+            _fail(ctx, impl, f"from_values of {what} = {got!r}, but the same values as float64 "
+                  f"give {want!r}", HINT_DTYPES)
+    ctx.max_error, ctx.tolerance = 0.0, 0.0  # bit for bit
+    ctx.note(f"{len(rows)} row dtypes compared with float64 bit for bit")
+
+
 @register(W, "bad_calls", tier="cpu", uses=EXERCISES,
-          doc="non-States, NaN, +inf, 2-D and bool rows, bad or inconsistent (m, s) raise "
-              "TypeError/ValueError")
+          doc="non-States, NaN, +inf, 0-D, 2-D and bool rows, bool or inconsistent (m, s), x "
+              "above the state's m (the empty state's too) raise TypeError/ValueError")
 def bad_calls(ctx, impl, case):
     import numpy as np
 
@@ -638,13 +708,18 @@ def bad_calls(ctx, impl, case):
         ("log_sum_exp: a float", impl.log_sum_exp, (3.0,), TypeError, ["State"]),
         ("softmax: a tuple state", impl.softmax, ([1.0], (1.0, 1.0)), TypeError, ["State"]),
         ("State: NaN maximum", State, (math.nan, 1.0), ValueError, ["nan"]),
-        ("State: NaN sum", State, (0.0, math.nan), ValueError, ["nan"]),
+        ("State: NaN sum", State, (0.0, math.nan), ValueError, ["nan"],
+         "State accepts s = NaN: NaN fails every comparison (NaN < 0 is False), so test "
+         "math.isnan(s) explicitly, as for m"),
         ("State: negative s", State, (0.0, -1.0), ValueError, ["s"]),
         ("State: +inf maximum", State, (math.inf, 1.0), ValueError, ["inf"]),
         ("State: s = 0 with a finite m", State, (1.0, 0.0), ValueError, ["s"]),
         ("State: 0 < s < 1 with a finite m (the maximum alone contributes 1)", State,
          (0.0, 0.5), ValueError, ["s"]),
         ("State: a string", State, ("0", 1.0), TypeError, ["m"]),
+        ("State: a bool maximum", State, (True, 1.0), TypeError, ["m"],
+         "State accepts a bool: True is not a maximum (a flag passed by mistake); bool is a "
+         "subclass of int, so refuse bool (and np.bool_) before the numbers.Real test"),
         ("State: an int beyond float64", State, (10 ** 400, 1.0), ValueError, ["m"]),
         ("State: m = -inf with s = 1 (mass without a maximum)", State, (-math.inf, 1.0),
          ValueError, ["s", "empty"],
@@ -654,7 +729,8 @@ def bad_calls(ctx, impl, case):
          "State accepts s = +inf: a sum of finitely many terms in [0, 1] is finite; refuse "
          "an infinite s as well as NaN and negative ones"),
         ("from_values: 2-D", impl.from_values, (np.ones((2, 3)),), ValueError, ["1-D"]),
-        ("from_values: 0-D", impl.from_values, (np.float64(1.0),), ValueError, ["1-D"]),
+        ("from_values: 0-D", impl.from_values, (np.float64(1.0),), ValueError, ["1-D"],
+         "from_values accepts a 0-D scalar: a row is 1-D; test ndim != 1 (not ndim > 1)"),
         ("from_values: NaN entry", impl.from_values, ([1.0, math.nan],), ValueError, ["nan"]),
         ("from_values: +inf entry", impl.from_values, ([1.0, math.inf],), ValueError, ["inf"]),
         ("from_values: strings", impl.from_values, (["a", "b"],), TypeError, ["x"]),
@@ -668,6 +744,11 @@ def bad_calls(ctx, impl, case):
         ("softmax: NaN in x", impl.softmax, ([math.nan], good), ValueError, ["nan"]),
         ("softmax: x above the state's maximum", impl.softmax, ([5.0], good), ValueError,
          ["state"]),
+        ("softmax: x = [5.0] with the empty state (5.0 is above its m = -inf)", impl.softmax,
+         ([5.0], impl.identity()), ValueError, ["state"],
+         "softmax accepts a finite x with the empty state: every value must be <= state.m, "
+         "and the empty state's m = -inf lies below every finite value; test max(x) > m for "
+         "the empty state too"),
     ]
     for what, fn, args, error, mentions, *accepted_hint in calls:
         try:

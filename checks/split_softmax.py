@@ -14,6 +14,7 @@ names it.
 
 from __future__ import annotations
 
+from checks.context import CACHED_BUFFER_HINT
 from checks.core import Case, CheckFailed, register
 
 W = "split_softmax"
@@ -249,6 +250,8 @@ def _partial_cases(device: str) -> list[Case]:
 HINT_MASKED_M = ("a chunk of only -inf must report m = -inf: its state is the identity "
                  "(-inf, 0); store the chunk's maximum m, not the shift used in the exponent "
                  "(0 for such a chunk), or the merge takes 0 as the row's maximum")
+HINT_MASKED_NAN = ("a chunk of only -inf gave NaN: its max is -inf and exp(-inf - (-inf)) is "
+                   "NaN; shift by 0 when m = -inf so the chunk's state is (-inf, 0)")
 
 
 def _partial_input(ctx, case):
@@ -269,19 +272,13 @@ def stats_partial(ctx, impl, case):
                        expect_shape=(case.shape[0], n_chunks), label="partial_stats(x, chunk)")
     m64, s64 = _chunk_stats64(x.detach().cpu().double(), case.chunk)
     tail_hint = _last_chunk_only(case.shape[1], case.chunk)
-    # A chunk of only -inf has m = -inf exactly. (assert_close below lets any value through
-    # where the reference is infinite: 0 * inf tolerance is NaN, so it is checked here.)
-    empty = m64.isinf()
-    got_m = m.detach().cpu().double()
-    wrong = empty & (got_m != m64)
-    if bool(wrong.any()):
-        row, chunk_id = (int(i) for i in wrong.nonzero()[0])
-        ctx.fail(f"partial maxima m: {int(wrong.sum())} chunk(s) of only -inf report m != -inf; "
-                 f"first at (row {row}, chunk {chunk_id}): got {got_m[row, chunk_id].item()!r}",
-                 hint=HINT_MASKED_M)
-    # m is a maximum of values float32 holds exactly: no rounding is allowed.
-    ctx.assert_close(m, m64, name="partial maxima m", rtol=0.0, atol=0.0, diagnose=[tail_hint])
+    # m is a maximum of values float32 holds exactly: no rounding is allowed. A chunk of only
+    # -inf has m = -inf exactly (where the reference is -inf, only -inf agrees).
+    ctx.assert_close(m, m64, name="partial maxima m", rtol=0.0, atol=0.0, diagnose=[
+        lambda g, e, bad: HINT_MASKED_M if bool((e.isinf() & (g != e)).any()) else None,
+        tail_hint])
     ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
+        lambda g, e, bad: (HINT_MASKED_NAN if bool((m64.isinf() & g.isnan()).any()) else None),
         tail_hint,
         lambda g, e, bad: ("sum not shifted by the chunk max: s should sum exp(x - m), every "
                            "term <= 1 and the largest exactly 1"
@@ -309,8 +306,42 @@ def _merge_cases(device: str) -> list[Case]:
         sizes += [(64, 128), (8, 4096), (1024, 8)]
     cases = [Case(rows=r, chunks=c, layout="contiguous") for r, c in sizes]
     cases += [Case(rows=5, chunks=33, layout="every_other_column"),
-              Case(rows=6, chunks=10, layout="transposed")]
+              Case(rows=6, chunks=10, layout="transposed"),
+              # only s strided, m contiguous: each must be read with its own strides
+              Case(rows=5, chunks=33, layout="contiguous", s_layout="every_other_column"),
+              Case(rows=6, chunks=10, layout="contiguous", s_layout="transposed"),
+              # every chunk maximum near -1000 (7 chunks: a merge block has padded lanes)
+              Case(rows=3, chunks=7, layout="contiguous", shift=-1000.0)]
     return cases
+
+
+HINT_STRIDES_MIXED = ("m and s strides mixed up: load s with s's own strides (and m with m's): "
+                      "here m is contiguous and s a strided view, and merge_stats is right once "
+                      "s is made contiguous")
+HINT_MERGE_PAD = ("padded merge lanes loaded with m = 0 (or a finite stand-in for -inf): with "
+                  "every chunk maximum far below 0 (7 states at m = -1000 merged), a lane past "
+                  "n_chunks adds s * exp(m - m_row) = 0 * exp(0 - m_row) = 0 * inf = NaN (or "
+                  "becomes the maximum); load padded lanes with m = -inf and s = 0 so they add "
+                  "exactly 0")
+
+
+def _merge_pad_probe(ctx, impl, *, nan_only: bool):
+    """Diagnosis: merge 7 states at m = -1000 (one row); NaN there, or a maximum of 0, is a
+    padded lane loaded with a finite m. `nan_only`: run only when the failure shows NaN/Inf."""
+
+    def diagnose(got, expected, bad):
+        torch = ctx.torch
+        if nan_only and not bool((~got.isfinite() & expected.isfinite()).any()):
+            return None
+        m = torch.full((1, 7), -1000.0, dtype=torch.float32, device=ctx.torch_device)
+        try:
+            m_row, s_row = impl.merge_stats(m, torch.ones_like(m))
+            m_row, s_row = float(m_row[0]), float(s_row[0])
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        return HINT_MERGE_PAD if s_row != s_row or m_row == 0.0 else None
+
+    return diagnose
 
 
 @register(W, "stats.merge", tier="kernel", uses=("merge_stats",), cases=_merge_cases,
@@ -319,28 +350,46 @@ def stats_merge(ctx, impl, case):
     torch = ctx.torch
     # Partial states of random chunks of 32 values, spread in scale so chunk maxima differ a
     # lot (a missing rescale factor exp(m_c - m_row) changes the sum by a large factor).
-    values = ctx.randn((case.rows, case.chunks * 32), "float64", scale=4.0, device="cpu")
+    values = ctx.randn((case.rows, case.chunks * 32), "float64", scale=4.0,
+                       shift=case.get("shift", 0.0), device="cpu")
     values += ctx.randn((case.rows, case.chunks, 1), "float64", scale=6.0,
                         device="cpu").expand(-1, -1, 32).reshape(case.rows, -1)
     m64, s64 = _chunk_stats64(values, 32)
     m32, s32 = m64.float(), s64.float()
     # The kernel sees float32 states; the CPU merge gets those same states, widened to float64.
-    m_in, s_in = _layout(torch, m32, case.layout), _layout(torch, s32, case.layout)
+    s_layout = case.get("s_layout", case.layout)
+    m_in, s_in = _layout(torch, m32, case.layout), _layout(torch, s32, s_layout)
     m_in, s_in = m_in.to(ctx.torch_device), s_in.to(ctx.torch_device)
     if case.layout != "contiguous":
-        m_in, s_in = _layout_view(m_in, case.layout), _layout_view(s_in, case.layout)
+        m_in = _layout_view(m_in, case.layout)
+    if s_layout != "contiguous":
+        s_in = _layout_view(s_in, s_layout)
+    m_cpu, s_cpu = _merge_cpu(ctx, m32.double(), s32.double())
+
+    def strides_mixed(*_):
+        # Only on failure, with m and s in different layouts: right once s is contiguous?
+        if s_layout == case.layout:
+            return None
+        try:
+            m_c, s_c = impl.merge_stats(m_in, s_in.contiguous())
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        right = (bool((m_c.detach().cpu().double() == m_cpu).all())
+                 and _close(s_c.detach().cpu().double(), s_cpu, "float32", rtol=STAT_RTOL))
+        return HINT_STRIDES_MIXED if right else None
+
     try:
         m_row, s_row = _call_stats(ctx, impl.merge_stats, m_in, s_in, expect_shape=(case.rows,),
                                    label="merge_stats(m, s)")
     except CheckFailed as exc:
         if "out-of-bounds" not in exc.message:
             raise
-        raise CheckFailed(exc.message, hint=(
+        raise CheckFailed(exc.message, hint=strides_mixed() or (
             "merge_stats read outside the (M, C) buffers: mask the chunk lanes (c < n_chunks) "
             "and step between rows with the row strides; stepping rows with the column stride "
             "reads another row's statistics")) from exc
-    m_cpu, s_cpu = _merge_cpu(ctx, m32.double(), s32.double())
-    diagnose = _merge_diagnoses(m32.double(), s32.double())
+    diagnose = ([strides_mixed, _merge_pad_probe(ctx, impl, nan_only=False)]
+                + _merge_diagnoses(m32.double(), s32.double()))
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
     ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
@@ -469,7 +518,7 @@ def normalize_values(ctx, impl, case):
                      name="normalize(x, strided m_row, strided s_row, chunk)", **kwargs)
     if again.data_ptr() == y.data_ptr():
         ctx.fail("two calls of normalize returned the same output tensor",
-                 hint="outputs must be freshly allocated on every call (no cached buffer)")
+                 hint=CACHED_BUFFER_HINT)
     ctx.assert_close(again, expected, name="normalize with strided m_row, s_row", diagnose=[
         lambda g, e, bad: ("m_row / s_row strides ignored: with the statistics as strided views "
                            "the rows read the wrong values; index them by their stride, or "
@@ -591,14 +640,28 @@ def chunk_invariance(ctx, impl, case):
 
 @register(W, "forward.launches", tier="kernel", uses=STAGES,
           cases=[Case(shape=(3, 100), chunk=16), Case(shape=(2, 12), chunk=None),
-                 Case(shape=(1, 4097), chunk=1024)],
-          doc="exactly three launches per call, in order: partial, merge, normalize")
+                 Case(shape=(1, 4097), chunk=1024),
+                 # empty tensors: no launch at all, an empty output of x's shape and dtype
+                 Case(shape=(0, 5), chunk=None, dtype="float16"),
+                 Case(shape=(3, 0), chunk=16, dtype="float32"),
+                 Case(shape=(0, 0), chunk=None, dtype="bfloat16")],
+          doc="exactly three launches per call, in order: partial, merge, normalize; none for "
+              "an empty tensor")
 def forward_launches(ctx, impl, case):
-    x = ctx.randn(case.shape, "float32")
+    dtype = case.get("dtype", "float32")
+    x = ctx.randn(case.shape, dtype)
     kwargs = {} if case.chunk is None else {"chunk": case.chunk}
     with ctx.count_launches() as log:
         y = ctx.call(impl.split_softmax, x, **kwargs, expect_shape=case.shape,
-                     expect_dtype="float32")
+                     expect_dtype=dtype)
+    if x.numel() == 0:
+        if log:
+            ctx.fail(f"split_softmax of an empty {tuple(case.shape)} tensor launched {log}; "
+                     "expected no launch",
+                     hint="an empty x needs no launch: return the empty output before "
+                          "launching (with rows of width 0 a merge would still launch one "
+                          "program per row)")
+        return
     if len(log) != 3:
         ctx.fail(f"split_softmax launched {len(log)} kernel(s): {log}; expected exactly 3",
                  hint="one launch per stage: partial_stats, merge_stats, normalize (no extra "
@@ -624,8 +687,7 @@ def forward_fresh(ctx, impl, case):
     y2 = ctx.call(impl.split_softmax, x, chunk=16, expect_shape=case.shape,
                   expect_dtype=case.dtype)
     if y1.data_ptr() == y2.data_ptr():
-        ctx.fail("two calls returned the same output tensor",
-                 hint="outputs must be freshly allocated on every call (no cached buffer)")
+        ctx.fail("two calls returned the same output tensor", hint=CACHED_BUFFER_HINT)
     ctx.assert_close(y2, _softmax64(x), name="split_softmax(x), second call",
                      diagnose=_output_diagnoses(x, 16, case.dtype))
     # Each stage twice on the same shapes: a buffer cached per shape shows on the second call.
@@ -645,8 +707,8 @@ def forward_fresh(ctx, impl, case):
                                 ("s_row", rows[0][1], rows[1][1]), ("normalize", ys[0], ys[1])):
         if not torch.equal(first.cpu(), second.cpu()):
             ctx.fail(f"{what}: two calls on the same input gave different results",
-                     hint="outputs must be freshly allocated on every call (no cached buffer), "
-                          "and a stage must not depend on memory it did not write")
+                     hint=CACHED_BUFFER_HINT + ", and a stage must not depend on memory it "
+                          "did not write")
     ctx.assert_close(ys[0], _softmax64(x), name="normalize(x, merge_stats(partial_stats(x)))",
                      diagnose=_output_diagnoses(x, 16, case.dtype))
 
@@ -718,10 +780,10 @@ def forward_extreme(ctx, impl, case):
         lambda g, e, bad: (HINT_FINITE_PAD if case.kind == "below_pad"
                            and not bool(g.isnan().any()) and bool((g.sum(dim=1) < 0.5).any())
                            else None),
-        lambda g, e, bad: ("a chunk of only -inf gave NaN: its max is -inf and exp(-inf - (-inf)) "
-                           "is NaN; shift by 0 when m = -inf so the chunk's state is (-inf, 0)"
+        lambda g, e, bad: (HINT_MASKED_NAN
                            if case.kind == "masked_chunk" and bool(g.isnan().any()) else None),
     ] + _output_diagnoses(x, chunk, case.dtype) + [
+        _merge_pad_probe(ctx, impl, nan_only=True),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
                            if bool(g.isnan().any() | g.isinf().any()) else None)])
 
@@ -774,9 +836,19 @@ def bad_calls(ctx, impl, case):
                      what="merge_stats: float16 m")
     ctx.expect_error(impl.merge_stats, m, m[:, :2], mentions=["s"],
                      what="merge_stats: s of another shape")
+    ctx.expect_error(impl.merge_stats, m, m.half(), mentions=["s"],
+                     what="merge_stats: float16 s")
+    ctx.expect_error(impl.merge_stats, m, m, num_warps=3, mentions=["num_warps"],
+                     what="merge_stats: num_warps=3")
     row = torch.ones((4,), dtype=torch.float32, device=dev)
     ctx.expect_error(impl.normalize, x, row[:3], row, 16, mentions=["m_row"],
                      what="normalize: m_row of the wrong length")
+    ctx.expect_error(impl.normalize, x, row.half(), row, 16, mentions=["m_row"],
+                     what="normalize: float16 m_row")
+    ctx.expect_error(impl.normalize, x, row, row.half(), 16, mentions=["s_row"],
+                     what="normalize: float16 s_row")
+    ctx.expect_error(impl.normalize, x, row[:, None], row, 16, mentions=["m_row"],
+                     what="normalize: 2-D m_row of shape (4, 1)")
     ctx.expect_error(impl.normalize, x, row, row, 48, mentions=["chunk"],
                      what="normalize: chunk=48")
     # The public default: a zero SM count used to divide by zero (ZeroDivisionError), a

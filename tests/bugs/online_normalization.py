@@ -65,4 +65,53 @@ BUGS = [
         replace=("    if b.m < a.m - 36.75:\n        return a\n    if a.m < b.m - 36.75:\n"
                  "        return b\n    m = max(a.m, b.m)\n"),
         check="merge.far_apart", hint="far-below side dropped"),
+    # A bool is an int to isinstance: State(True, 1.0) becomes State(1.0, 1.0) unnoticed.
+    Bug("state_accepts_bool",
+        find="    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):\n",
+        replace="    if not isinstance(value, numbers.Real):\n",
+        check="bad_calls", hint="State accepts a bool"),
+    # The "x above m" test skipped for the empty state: softmax([5.0], identity()) returns
+    # zeros for a value the state never saw.
+    Bug("softmax_empty_state_no_above_check",
+        find="    if x.size and np.max(x) > state.m:\n",
+        replace="    if x.size and state.s != 0.0 and np.max(x) > state.m:\n",
+        check="bad_calls", hint="softmax accepts a finite x with the empty state"),
+    # Only float dtypes accepted: a row of ints (or uint8 pixels) is refused instead of
+    # converted to float64.
+    Bug("from_values_refuses_ints",
+        find='    if array.dtype.kind not in "fiu":',
+        replace='    if array.dtype.kind not in "f":',
+        check="from_values.dtypes", hint="from_values refuses int/float32 rows"),
+    # The exponentials summed in float32: the shift is right, but s keeps only ~7 digits.
+    Bug("from_values_float32_sum",
+        find="        s = float(np.sum(np.exp(x - m)))\n",
+        replace=("        s = float(np.sum(np.exp((x - m).astype(np.float32)), "
+                 "dtype=np.float32))\n"),
+        check="merge.partitions", hint="s lost precision"),
+    # log(s * exp(m)) instead of m + log(s), guarded against overflow only: exp(m) underflows
+    # to 0 for a row near -1000 and log(0) raises.
+    Bug("log_sum_exp_unshifted_form",
+        find="    return state.m + math.log(state.s)\n",
+        replace=("    return math.log(state.s * math.exp(state.m)) if state.m < 700 else "
+                 "state.m + math.log(state.s)\n"),
+        check="log_sum_exp.high_precision", hint="log_sum_exp not in the shifted form"),
+    # The validity test forgets NaN for s (NaN < 0.0 is False): State(0.0, nan) is accepted.
+    Bug("state_accepts_nan_s",
+        find="        if math.isnan(s) or math.isinf(s) or s < 0.0:\n",
+        replace="        if math.isinf(s) or s < 0.0:\n",
+        check="bad_calls", hint="State accepts s = NaN"),
+    # The empty state's log-sum-exp made NaN instead of -inf (log of an empty sum).
+    Bug("log_sum_exp_empty_nan",
+        find="    if state.s == 0.0:\n        return -math.inf\n    return state.m",
+        replace="    if state.s == 0.0:\n        return math.nan\n    return state.m",
+        check="log_sum_exp.high_precision", hint="not NaN: handle s == 0"),
+    # The rank test written as ndim > 1: a 0-D scalar is taken for a row.
+    Bug("as_row_accepts_0d",
+        find="    if array.ndim != 1:\n", replace="    if array.ndim > 1:\n",
+        check="bad_calls", hint="from_values accepts a 0-D scalar"),
+    # softmax's result cast to float32: right to 7 digits, but not the float64 the API promises.
+    Bug("softmax_float32_out",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return (np.exp(x - state.m) / state.s).astype(np.float32)\n",
+        check="softmax.high_precision", hint="softmax returns float64"),
 ]

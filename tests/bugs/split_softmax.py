@@ -79,4 +79,68 @@ BUGS = [
         replace=("    x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=mask,\n"
                  "                other=-1e30).to(tl.float32)\n"),
         check="forward.extreme", hint="tail padded with a finite value instead of -inf"),
+    # merge_stats steps between rows of s with m's row stride: right only while m and s share
+    # one layout (as inside split_softmax), wrong for a strided s next to a contiguous m.
+    Bug("merge_s_row_stride_from_m",
+        find="    s_row_start = s_ptr + row * stride_sm\n",
+        replace="    s_row_start = s_ptr + row * stride_mm\n",
+        check="stats.merge", hint="m and s strides mixed up"),
+    # The same with the column stride: s read at m's column steps.
+    Bug("merge_s_col_stride_from_m",
+        find="        s = tl.load(s_row_start + c * stride_sc,",
+        replace="        s = tl.load(s_row_start + c * stride_mc,",
+        check="stats.merge", hint="m and s strides mixed up"),
+    # Padded merge lanes load m = 0 instead of -inf: for rows whose chunk maxima lie far below
+    # 0, s = 0 times exp(0 - m_row) = inf is NaN.
+    Bug("merge_pad_m_zero",
+        find=("        m = tl.load(m_row_start + c * stride_mc, mask=c < n_chunks, "
+              "other=-float(\"inf\"))\n        s = tl.load"),
+        replace=("        m = tl.load(m_row_start + c * stride_mc, mask=c < n_chunks, "
+                 "other=0.0)\n        s = tl.load"),
+        check="stats.merge", hint="padded merge lanes"),
+    # The same, caught on the whole softmax (rows near -1e30: the output is NaN).
+    Bug("merge_pad_m_zero_forward",
+        find=("        m = tl.load(m_row_start + c * stride_mc, mask=c < n_chunks, "
+              "other=-float(\"inf\"))\n        s = tl.load"),
+        replace=("        m = tl.load(m_row_start + c * stride_mc, mask=c < n_chunks, "
+                 "other=0.0)\n        s = tl.load"),
+        check="forward.extreme", hint="padded merge lanes"),
+    # The first pass masks c <= n_chunks: one lane past the row is read (past the end of the
+    # buffer on the last row).
+    Bug("merge_pass1_mask_le",
+        find=("        m = tl.load(m_row_start + c * stride_mc, mask=c < n_chunks, "
+              "other=-float(\"inf\"))\n        m_acc"),
+        replace=("        m = tl.load(m_row_start + c * stride_mc, mask=c <= n_chunks, "
+                 "other=-float(\"inf\"))\n        m_acc"),
+        check="stats.merge", hint="merge_stats read outside the (M, C) buffers"),
+    # No -inf guard, caught on the partial statistics themselves: the chunk's s is NaN.
+    Bug("masked_chunk_nan_partial", find='m_shift = tl.where(m == -float("inf"), 0.0, m)',
+        replace="m_shift = m", check="stats.partial", hint="a chunk of only -inf gave NaN"),
+    # merge_stats checks m's dtype but not s's: a float16 s is read as if it were float32.
+    Bug("merge_s_dtype_unchecked",
+        find='    check_tensor("s", s, dtypes=(torch.float32,), ndim=2)\n', replace="",
+        check="bad_calls", hint="refuse bad calls"),
+    # merge_stats passes num_warps to Triton unchecked (3 is no power of two).
+    Bug("merge_num_warps_unchecked",
+        find=("    if num_warps is not None:\n        check_power_of_two(\"num_warps\", "
+              "num_warps, 1, 32)\n    check_device(\"m\", m)\n"),
+        replace="    check_device(\"m\", m)\n",
+        check="bad_calls", hint="refuse bad calls"),
+    # normalize takes any m_row / s_row: float16 or 2-D statistics are read as float32 rows.
+    Bug("normalize_stats_unchecked",
+        find="        check_tensor(name, t, dtypes=(torch.float32,), ndim=1)\n", replace="",
+        check="bad_calls", hint="refuse bad calls"),
+    # No early return for an empty x: with rows of width 0 the merge still launches.
+    Bug("empty_guard_removed", find="    if x.numel() == 0:\n        return y\n", replace="",
+        check="forward.launches", hint="an empty x needs no launch"),
+    # empty_like keeps x's strides: a transposed x gives a non-contiguous output.
+    Bug("empty_like_output",
+        find=("    y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)  "
+              "# contiguous, fresh\n    if x.numel() == 0:"),
+        replace="    y = torch.empty_like(x)\n    if x.numel() == 0:",
+        check="forward.strided", hint="the API promises a new contiguous output"),
+    # normalize hands strided m_row / s_row views to a kernel that reads them at offset row.
+    Bug("normalize_no_contig_stats",
+        find="    m_row, s_row = m_row.contiguous(), s_row.contiguous()\n", replace="",
+        check="normalize.values", hint="m_row / s_row strides ignored"),
 ]
