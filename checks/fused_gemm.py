@@ -14,6 +14,8 @@ right name the grouped tile-order arithmetic.
 
 from __future__ import annotations
 
+import contextlib
+
 from checks.core import Case, CheckFailed, register
 
 W = "fused_gemm"
@@ -224,6 +226,7 @@ def _operand(ctx, rows: int, cols: int, dtype: str, layout: str = "row", scale: 
     row: contiguous. col: a transposed view (unit stride along the rows). slice: every other row
     of a wider tensor, starting 3 columns in (row stride 2 * (cols + 5), base not 16-byte
     aligned): strides that neither a copy-free TMA descriptor nor a contiguous kernel can use.
+    broadcast: one row expand()ed to all rows (row stride 0: every row is the same memory).
     """
     if layout == "row":
         return ctx.randn((rows, cols), dtype, scale=scale)
@@ -232,6 +235,8 @@ def _operand(ctx, rows: int, cols: int, dtype: str, layout: str = "row", scale: 
     if layout == "slice":
         parent = ctx.randn((2 * rows + 1, cols + 5), dtype, scale=scale)
         return parent[1::2, 3:3 + cols]
+    if layout == "broadcast":
+        return ctx.randn((1, cols), dtype, scale=scale).expand(rows, cols)
     raise ValueError(f"unknown layout {layout!r}")
 
 
@@ -242,6 +247,30 @@ def _bias(ctx, n: int, present: bool, scale: float = 1.0):
 def _note_upcast(ctx, dtype: str) -> None:
     if ctx.device == "interpreter" and dtype == "bfloat16":
         ctx.note(UPCAST_NOTE)
+
+
+@contextlib.contextmanager
+def _uninitialized_memory_filled():
+    """Inside the block torch.empty fills new float memory with NaN (torch's deterministic mode,
+    warnings only, with fill_uninitialized_memory): a buffer read before it was written then
+    shows as NaN, not as whatever the allocator happened to hold. Both settings are restored."""
+    import warnings
+
+    import torch
+    import torch.utils.deterministic
+
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*determinis.*")
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = True
+            yield
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def _run(ctx, impl, a, b, bias, relu, **knobs):
@@ -275,7 +304,24 @@ def _ragged_cases(device: str) -> list[Case]:
     # bfloat16 normal numbers): a threshold that flushes them to zero changes every one.
     cases += [Case(shape=s, dtype=d, bias=False, relu=relu, scale=5e-3)
               for s, relu in (((9, 40, 1), True), ((33, 17, 3), False)) for d in DTYPES]
+    # relu= left out: the documented default is relu=True.
+    cases += [Case(shape=(20, 24, 40), dtype=d, bias=True, relu=True, relu_default=True)
+              for d in DTYPES]
     return cases
+
+
+def _relu_default_off(a, b, bias):
+    """Diagnosis: a call without relu= returned the output of relu=False."""
+
+    def diagnose(got, expected, bad):
+        _, plain, magnitude = _reference(a, b, bias, False)
+        tol = _tolerance(plain, magnitude, a.shape[1], a.dtype)
+        if float(((got - plain).abs() <= tol).double().mean()) < 0.9:
+            return None
+        return ("ReLU off by default: gemm_bias_relu(a, b, bias) without relu= returned "
+                "a @ b + bias with no ReLU; the signature's default is relu=True")
+
+    return diagnose
 
 
 def _flushed(got, expected, bad):
@@ -301,13 +347,21 @@ def forward_ragged(ctx, impl, case):
     a = ctx.randn((m, k), case.dtype, scale=scale)
     b = ctx.randn((k, n), case.dtype, scale=scale)
     bias = _bias(ctx, n, case.bias, scale=2.0)
+    if case.get("relu_default"):
+        out = ctx.call(impl.gemm_bias_relu, a, b, bias, expect_shape=(m, n),
+                       expect_dtype=a.dtype, expect_contiguous=True,
+                       name="gemm_bias_relu without relu=")
+        _compare(ctx, out, a, b, bias, True, name="gemm_bias_relu without relu=",
+                 extra=[_relu_default_off(a, b, bias)])
+        _note_upcast(ctx, case.dtype)
+        return
     out = _run(ctx, impl, a, b, bias, case.relu)
     _compare(ctx, out, a, b, bias, case.relu, extra=[_flushed])
     _note_upcast(ctx, case.dtype)
 
 
 _LAYOUTS = [("col", "row"), ("row", "col"), ("col", "col"), ("slice", "row"), ("row", "slice"),
-            ("slice", "col")]
+            ("slice", "col"), ("broadcast", "col"), ("row", "broadcast")]
 
 
 def _layout_cases(device: str) -> list[Case]:
@@ -318,7 +372,8 @@ def _layout_cases(device: str) -> list[Case]:
 
 
 @register(W, "forward.layouts", tier="kernel", uses=("gemm_bias_relu",), cases=_layout_cases,
-          doc="transposed and sliced operands, read in place through their strides")
+          doc="transposed, sliced and broadcast (stride 0) operands, read in place through "
+              "their strides")
 def forward_layouts(ctx, impl, case):
     m, n, k = case.shape
     a = _operand(ctx, m, k, case.dtype, case.a)
@@ -390,12 +445,82 @@ def forward_zero_k(ctx, impl, case):
         "(or zeros); the K loop must run zero times and the epilogue still runs")])
 
 
+def _empty_cases(device: str) -> list[Case]:
+    shapes = [(0, 16, 16), (8, 0, 16), (0, 0, 0)]
+    return [Case(shape=s, dtype=DTYPES[i % 2], persistent=p) for i, s in enumerate(shapes)
+            for p in (None, True)]
+
+
+EMPTY_HINT = ("empty output: with M = 0 or N = 0 there is nothing to compute; return the new "
+              "empty (M, N) tensor before any launch (a persistent grid of min(SMs, 0 tiles) = 0 "
+              "programs is nothing to launch), also with persistent=True")
+
+
+@register(W, "forward.empty", tier="kernel", uses=("gemm_bias_relu",), cases=_empty_cases,
+          doc="M = 0 or N = 0: a new empty (M, N) output of a's dtype and no error, "
+              "persistent=True included")
+def forward_empty(ctx, impl, case):
+    m, n, k = case.shape
+    knobs = {}
+    if case.persistent:
+        from checks.core import Unavailable
+
+        if ctx.device == "cuda" and ctx.torch.cuda.get_device_capability()[0] < 9:
+            raise Unavailable("the persistent TMA path needs compute capability 9.0 or newer")
+        if ctx.device == "interpreter":
+            _allow_descriptor_loads_under_bounds_check()
+        knobs["persistent"] = True
+    # Empty slices of parents with 16-byte rows: operands a TMA descriptor could describe, so
+    # persistent=True has no reason to refuse them.
+    a = ctx.randn((max(m, 8), k), case.dtype)[:m]
+    b = ctx.randn((k, max(n, 8)), case.dtype)[:, :n]
+    bias = _bias(ctx, n, True)
+    try:
+        _run(ctx, impl, a, b, bias, True, **knobs)
+    except CheckFailed as exc:
+        raised = exc.__cause__ is not None and not isinstance(exc.__cause__, CheckFailed)
+        raise CheckFailed(f"{exc.message} (a {tuple(a.shape)}, b {tuple(b.shape)}, {knobs})",
+                          hint=EMPTY_HINT if raised else exc.hint) from None
+
+
 def _k_tail_cases(device: str) -> list[Case]:
     shapes = [(20, 24, 40), (9, 33, 100)]
     blocks = [32] if device != "cuda" else [32, 64]
     paths = [None] if device != "cuda" else [False, None]
     return [Case(shape=s, block_k=bk, dtype=d, persistent=p) for s in shapes for bk in blocks
             for d in DTYPES for p in paths]
+
+
+# The knobs of a call and the kernel arguments they set (the reference's names; a kernel that
+# takes none of these names is not compared).
+_KNOB_ARGUMENTS = dict(block_m="BLOCK_M", block_n="BLOCK_N", block_k="BLOCK_K",
+                       group_m="GROUP_M", num_warps="num_warps", num_stages="num_stages",
+                       tma_store="TMA_STORE")
+
+
+def _recording():
+    from checks import launches
+
+    return launches.recording()
+
+
+def _knobs_ignored(launched, knobs, label="gemm_bias_relu") -> None:
+    """FAIL if a kernel the call launched received another value for a knob the call gave
+    (right values, but the knob did nothing: e.g. GROUP_M=4 for group_m=8, or default_config's
+    block_k instead of the caller's). Kernels without the argument's name are not compared."""
+    for knob, wanted in knobs.items():
+        argument = _KNOB_ARGUMENTS.get(knob)
+        if argument is None or wanted is None:
+            continue
+        for launch in launched:
+            got = launch.arguments.get(argument, wanted)
+            if got != wanted:
+                raise CheckFailed(
+                    f"{label}({', '.join(f'{k}={v!r}' for k, v in knobs.items())}) launched "
+                    f"{launch.name} with {argument}={got!r}",
+                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                         f"with {argument}={got!r}; pass the caller's knobs to the launch "
+                         "(default_config fills in only those left at None)")
 
 
 @register(W, "forward.k_tail", tier="kernel", uses=("gemm_bias_relu",), cases=_k_tail_cases,
@@ -412,7 +537,8 @@ def forward_k_tail(ctx, impl, case):
     knobs = dict(block_k=case.block_k)
     if case.persistent is not None:
         knobs["persistent"] = case.persistent
-    out = _run(ctx, impl, a, b, None, False, **knobs)
+    with _recording() as launched:
+        out = _run(ctx, impl, a, b, None, False, **knobs)
 
     def k_tail(got, expected, bad):
         kk = -(-k // case.block_k) * case.block_k  # K rounded up to whole K steps
@@ -426,6 +552,7 @@ def forward_k_tail(ctx, impl, case):
         return None
 
     _compare(ctx, out, a, b, None, False, extra=[k_tail])
+    _knobs_ignored(launched, knobs)
     _note_upcast(ctx, case.dtype)
 
 
@@ -500,9 +627,15 @@ def knobs_group_m(ctx, impl, case):
     groups = (1, 2, 3, 8, 64)
     outs = []  # kept alive: a freed output's memory must not be handed to the next call
     for g in groups:
-        out = _run(ctx, impl, a, b, bias, True, block_m=bm, block_n=bn, block_k=bk, group_m=g)
+        knobs = dict(block_m=bm, block_n=bn, block_k=bk, group_m=g)
+        # New memory is NaN during the call: a tile never computed is wrong as a whole tile,
+        # never right by the luck of what the allocator held.
+        with _recording() as launched, _uninitialized_memory_filled():
+            out = _run(ctx, impl, a, b, bias, True, **knobs)
         outs.append(out)
         _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu(group_m={g})", tile=(bm, bn))
+        # The same bits for every group_m prove nothing if group_m never reached the kernel.
+        _knobs_ignored(launched, knobs)
     first = outs[0].cpu().view(torch.int16)
     for g, out in zip(groups[1:], outs[1:], strict=True):
         if not torch.equal(out.cpu().view(torch.int16), first):
@@ -545,9 +678,11 @@ def knobs_blocks(ctx, impl, case):
         a = ctx.randn((m, k), case.dtype)
         b = ctx.randn((k, n), case.dtype)
         bias = _bias(ctx, n, True)
-        out = _run(ctx, impl, a, b, bias, True, **knobs)
+        with _recording() as launched:
+            out = _run(ctx, impl, a, b, bias, True, **knobs)
         _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu({knobs})",
                  tile=(knobs["block_m"], knobs["block_n"]))
+        _knobs_ignored(launched, knobs)
     _note_upcast(ctx, case.dtype)
 
 
@@ -577,6 +712,10 @@ def _persistent_cases(device: str) -> list[Case]:
               for s in extra for d in DTYPES]
     cases += [Case(shape=shapes[0], a="row", b="row", dtype=d, bias=True, relu=False,
                    tma_store=False) for d in DTYPES]
+    # tma_store=True asked for explicitly: the kernel must get it (TMA_STORE), not only give
+    # right values, which the pointer stores give too.
+    cases += [Case(shape=shapes[0], a="row", b="row", dtype="float16", bias=True, relu=True,
+                   tma_store=True)]
     return cases
 
 
@@ -637,8 +776,10 @@ def _persistent_inputs(ctx, case, **knobs):
 def persistent_tma(ctx, impl, case):
     extra = {} if case.tma_store is None else dict(tma_store=case.tma_store)
     a, b, bias, knobs = _persistent_inputs(ctx, case, **extra)
-    out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
+    with _recording() as launched:
+        out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
     _compare(ctx, out, a, b, bias, case.relu)
+    _knobs_ignored(launched, knobs)
     _note_upcast(ctx, case.dtype)
 
 
@@ -671,9 +812,39 @@ def _stream_k_cases(device: str) -> list[Case]:
     else:
         shapes = [((3072, 3072, 1024), "row"), ((3000, 2056, 1016), "col"),
                   ((1032, 8200, 1000), "row"), ((1024, 8192, 2040), "row")]
-    return [Case(shape=s, a=la, b="row", dtype=d, bias=bias, relu=relu)
-            for i, (s, la) in enumerate(shapes) for d in DTYPES
-            for bias, relu in [_COMBOS[i % 4]]]
+    cases = [Case(shape=s, a=la, b="row", dtype=d, bias=bias, relu=relu)
+             for i, (s, la) in enumerate(shapes) for d in DTYPES
+             for bias, relu in [_COMBOS[i % 4]]]
+    if device != "cuda":
+        # 128-row tiles: the reference adds a shared tile's partials up 64 rows at a time
+        # (_MAX_FIXUP_ROWS), so this shared tile takes two bands (4 tiles of 128 x 16 x 16 on 3
+        # programs: the last one shared); in 32-row tiles the band loop runs once.
+        cases.append(Case(shape=(128, 64, 56), a="row", b="row", dtype="float16", bias=True,
+                          relu=False, blocks=(128, 16, 16)))
+    return cases
+
+
+def _stream_k_ignored(launched, m: int, n: int, k: int, knobs) -> None:
+    """FAIL if stream_k=True launched a kernel whose STREAM_K is off although its tiles leave a
+    partly filled last wave with at least as many K-steps as programs to deal out. Kernels
+    without STREAM_K, BLOCK_M, BLOCK_N, BLOCK_K or a plain grid are not judged."""
+    for launch in launched:
+        args = launch.arguments
+        if "STREAM_K" not in args or launch.grid is None or not launch.grid:
+            continue
+        if not all(isinstance(args.get(name), int) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")):
+            continue
+        programs = launch.grid[0]
+        tiles = -(-m // args["BLOCK_M"]) * -(-n // args["BLOCK_N"])
+        leftover = tiles % programs if programs > 0 else 0
+        if leftover and leftover * -(-k // args["BLOCK_K"]) >= programs and not args["STREAM_K"]:
+            raise CheckFailed(
+                f"gemm_bias_relu({knobs}) launched {launch.name} with STREAM_K="
+                f"{args['STREAM_K']!r} on {programs} programs for {tiles} tiles",
+                hint=f"knob ignored: stream_k=True was asked for and {tiles} tiles on {programs} "
+                     f"programs leave {leftover} in a partly filled last wave, but "
+                     f"{launch.name} ran with STREAM_K={args['STREAM_K']!r}: the last wave's "
+                     "K-steps were not shared (see stream_k_tiles)")
 
 
 @register(W, "persistent.stream_k", tier="kernel", uses=("gemm_bias_relu",),
@@ -683,7 +854,10 @@ def _stream_k_cases(device: str) -> list[Case]:
 def persistent_stream_k(ctx, impl, case):
     torch = ctx.torch
     a, b, bias, knobs = _persistent_inputs(ctx, case, stream_k=True)
-    out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
+    if case.get("blocks"):
+        knobs.update(zip(("block_m", "block_n", "block_k"), case.blocks, strict=True))
+    with _recording() as launched:
+        out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
     try:
         _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
     except CheckFailed as exc:
@@ -706,6 +880,8 @@ def persistent_stream_k(ctx, impl, case):
                           f"{out.numel()} elements",
                           hint="shared tiles depend on arrival order (partials not summed in a "
                                "fixed order, or read before they were written)")
+    _knobs_ignored(launched, knobs)
+    _stream_k_ignored(launched, *case.shape, knobs)
     _note_upcast(ctx, case.dtype)
 
 
@@ -762,6 +938,19 @@ def _staging_missing(log, launched, knobs, operands) -> str:
             f"{launched or 'no kernel'} on the operands as given")
 
 
+PADDING_HINT = ("padding of the staged copies not zeroed: the output has NaN where the result is "
+                "a number; this check makes torch.empty fill new memory with NaN (torch's "
+                "fill_uninitialized_memory), so padding read before it was written shows. Write "
+                "0 into the padded columns of A's copy and the padded rows of B's copy (see "
+                "_gemm_staged): 0 adds nothing to a dot product, garbage or NaN does")
+
+
+def _padding_not_zeroed(got, expected, bad):
+    if bool((got[bad].isnan() & ~expected[bad].isnan()).any()):
+        return PADDING_HINT
+    return None
+
+
 @register(W, "staged.unaligned", tier="kernel", uses=("gemm_bias_relu",), cases=_staged_cases,
           doc="stage_unaligned=True: odd K and N through zero-padded aligned copies (the copies "
               "are made, and persistent=True runs the TMA kernel on them)")
@@ -778,7 +967,9 @@ def staged_unaligned(ctx, impl, case):
     # Right values prove nothing here: the pointer kernel reads unaligned operands correctly,
     # only slowly. What shows the staging ran is what the launcher allocated (a padded copy of
     # each unaligned operand) and, with persistent=True, that the TMA kernel could run at all.
-    with ctx.track_allocations() as log, ctx.count_launches() as launched:
+    # New memory is NaN during the call, so padding left unwritten poisons the result every time.
+    with ctx.track_allocations() as log, ctx.count_launches() as launched, \
+            _uninitialized_memory_filled():
         try:
             out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
         except CheckFailed as exc:
@@ -799,7 +990,8 @@ def staged_unaligned(ctx, impl, case):
         raise CheckFailed(f"gemm_bias_relu({knobs}) launched {launched}, not the persistent "
                           "kernel", hint="persistent=True with stage_unaligned=True must run "
                                          "gemm_bias_relu_persistent_kernel on the staged copies")
-    _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
+    _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})",
+             extra=[_padding_not_zeroed])
     _note_upcast(ctx, case.dtype)
 
 
@@ -835,6 +1027,7 @@ def bad_calls(ctx, impl, case):
     e(f, a, b, block_m=48, mentions=["block_m"], what="block_m not a power of two")
     e(f, a, b, block_n=8, mentions=["block_n"], what="block_n below 16")
     e(f, a, b, block_k=512, mentions=["block_k"], what="block_k above 256")
+    e(f, a, b, block_k=8, mentions=["block_k"], what="block_k below 16")
     e(f, a, b, block_m=32.0, mentions=["block_m"], what="block_m a float")
     e(f, a, b, group_m=0, mentions=["group_m"], what="group_m = 0")
     e(f, a, b, group_m=-2, mentions=["group_m"], what="group_m < 0")
@@ -855,6 +1048,17 @@ def bad_calls(ctx, impl, case):
       mentions=["tma_store"], what="tma_store with 20-byte output rows")
     e(f, a[:, 1:9], b[:8], persistent=True, mentions=["persistent", "aligned"],
       what="persistent with an unaligned slice")
+    # TMA also needs 16-byte aligned row strides (an aligned base is not enough), and a row
+    # stride of 0 (a broadcast operand) is not one it can describe.
+    aligned_b = ctx.randn((16, 16), "float16")
+    e(f, ctx.randn((8, 15), "float16"), ctx.randn((15, 16), "float16"), persistent=True,
+      mentions=["persistent", "aligned"], what="persistent with 30-byte rows of a (odd K)")
+    e(f, a, b, persistent=True, mentions=["persistent", "aligned"],
+      what="persistent with 24-byte rows of b (N = 12)")
+    e(f, ctx.randn((1, 16), "float16").expand(8, 16), aligned_b, persistent=True,
+      mentions=["persistent"], what="persistent with a broadcast a (row stride 0)")
+    e(f, a, ctx.randn((1, 16), "float16").expand(16, 16), persistent=True,
+      mentions=["persistent"], what="persistent with a broadcast b (row stride 0)")
     e(f, a, b, block_m=256, block_n=256, num_warps=4, mentions=["num_warps"],
       what="accumulator too large for the threads")
     e(f, a, b, persistent=True, block_m=256, block_n=256, num_warps=4, mentions=["num_warps"],
@@ -872,6 +1076,7 @@ def bad_calls(ctx, impl, case):
     if ctx.device == "cuda":
         e(f, a.cpu(), b.cpu(), mentions=["cuda"], what="CPU tensors on a GPU run")
         e(f, a, b, bias.cpu(), mentions=["bias"], what="bias on the CPU")
+        e(f, a, b.cpu(), mentions=["b", "device"], what="b on the CPU, a on the GPU")
     del dev
 
 

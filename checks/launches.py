@@ -2,16 +2,58 @@
 
 Every `kernel[grid](...)` launch, compiled or interpreted, autotuned or not, goes through
 `triton.runtime.jit.KernelInterface.__getitem__`. We wrap it once so that every launch made
-inside a `counting()` block is recorded with the kernel's name.
+inside a `counting()` block is recorded with the kernel's name, and every launch made inside a
+`recording()` block with its name, grid and plain arguments (see `Launch`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from dataclasses import dataclass, field
 
 _state = threading.local()
 _installed = False
+
+
+@dataclass
+class Launch:
+    """One kernel launch seen by `recording()`.
+
+    name: the kernel's name. grid: the grid as a tuple of ints, or None when it was a callable.
+    arguments: the launch's arguments by parameter name (positional ones named through the
+    kernel's signature where Triton exposes it, keyword ones such as constexprs and
+    num_warps by their keyword), keeping only plain values (bool, int, float, str, None): tensors
+    are not kept alive.
+    """
+
+    name: str
+    grid: tuple | None
+    arguments: dict = field(default_factory=dict)
+
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _kernel_name(kernel) -> str:
+    return getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__",
+                                                        "?")
+
+
+def _launch(kernel, grid, args, kwargs) -> Launch:
+    names = getattr(kernel, "arg_names", None) or getattr(getattr(kernel, "fn", None),
+                                                          "arg_names", None) or []
+    arguments = {}
+    for name, value in zip(names, args):
+        if isinstance(value, _PLAIN):
+            arguments[name] = value
+    for name, value in kwargs.items():
+        if isinstance(value, _PLAIN):
+            arguments[name] = value
+    shown = None
+    if isinstance(grid, (tuple, list)) and all(isinstance(g, int) for g in grid):
+        shown = tuple(grid)
+    return Launch(_kernel_name(kernel), shown, arguments)
 
 
 def _install() -> None:
@@ -32,8 +74,10 @@ def _install() -> None:
         def run(*args, **kwargs):
             log = getattr(_state, "log", None)
             if log is not None:
-                log.append(getattr(self, "__name__", None) or getattr(getattr(self, "fn", None),
-                                                                      "__name__", "?"))
+                log.append(_kernel_name(self))
+            records = getattr(_state, "records", None)
+            if records is not None:
+                records.append(_launch(self, grid, args, kwargs))
             return launch(*args, **kwargs)
 
         return run
@@ -55,3 +99,19 @@ def counting():
         _state.log = previous
         if previous is not None:
             previous.extend(log)
+
+
+@contextlib.contextmanager
+def recording():
+    """Yield a list that receives a `Launch` (name, grid, plain arguments by name) for every
+    kernel launched inside the block. Nests like `counting()`, and both can be open at once."""
+    _install()
+    previous = getattr(_state, "records", None)
+    records: list[Launch] = []
+    _state.records = records
+    try:
+        yield records
+    finally:
+        _state.records = previous
+        if previous is not None:
+            previous.extend(records)

@@ -67,4 +67,75 @@ BUGS = [
     # The launcher forgets to check that the inner dimensions agree.
     Bug("no_k_check", find="    if a.shape[1] != b.shape[0]:\n",
         replace="    if False:\n", check="bad_calls", hint="refuse bad calls"),
+    # relu defaults to False: gemm_bias_relu(a, b, bias) silently skips the ReLU.
+    Bug("relu_default_false", find="                   relu: bool = True, block_m",
+        replace="                   relu: bool = False, block_m",
+        check="forward.ragged", hint="ReLU off by default"),
+    # persistent=True accepts rows that are not 16-byte aligned (odd K): TMA cannot load them.
+    Bug("tma_row_stride_unchecked",
+        find="    if s1 == 1 and (s0 * item) % 16 == 0 and s0 >= t.shape[1]:\n",
+        replace="    if s1 == 1 and s0 >= t.shape[1]:\n",
+        check="bad_calls", hint="refuse bad calls"),
+    # persistent=True accepts a broadcast operand (row stride 0), which TMA cannot describe.
+    Bug("tma_broadcast_accepted",
+        find="    if s1 == 1 and (s0 * item) % 16 == 0 and s0 >= t.shape[1]:\n",
+        replace="    if s1 == 1 and (s0 * item) % 16 == 0:\n",
+        check="bad_calls", hint="refuse bad calls"),
+    # No early return for M = 0 or N = 0: persistent=True then sizes a grid of 0 programs.
+    Bug("empty_mn_not_returned", find="    if M == 0 or N == 0:\n        return c\n",
+        replace="", check="forward.empty", hint="empty output"),
+    # block_k = 8 accepted: below the 16 that tl.dot needs.
+    Bug("block_k_min_8",
+        find="    ranges = dict(block_m=(16, 256), block_n=(16, 256), block_k=(16, 256))",
+        replace="    ranges = dict(block_m=(16, 256), block_n=(16, 256), block_k=(8, 256))",
+        check="bad_calls", hint="refuse bad calls"),
+    # Stream-K: the fix-up adds every band of a shared tile into rows 0..FIXUP_ROWS-1, so the
+    # tile's lower rows are never written.
+    Bug("stream_k_fixup_band_offset_dropped", find="        rows = r0 + tl.arange(0, FIXUP_ROWS)\n",
+        replace="        rows = tl.arange(0, FIXUP_ROWS)\n",
+        check="persistent.stream_k", hint="hand-off of the shared last-wave tiles"),
+    # group_m never reaches the kernel: default_config's GROUP_M runs (same values, no effect).
+    Bug("group_m_ignored",
+        find="    given = dict(block_m=block_m, block_n=block_n, block_k=block_k, "
+             "group_m=group_m,\n",
+        replace="    given = dict(block_m=block_m, block_n=block_n, block_k=block_k,\n",
+        check="knobs.group_m", hint="knob ignored"),
+    # block_k never reaches the kernel: default_config's BLOCK_K runs.
+    Bug("block_k_ignored",
+        find="    given = dict(block_m=block_m, block_n=block_n, block_k=block_k, "
+             "group_m=group_m,\n",
+        replace="    given = dict(block_m=block_m, block_n=block_n, group_m=group_m,\n",
+        check="knobs.blocks", hint="knob ignored"),
+    # stream_k=True never shares: the test compares tiles, not K-steps, with the programs.
+    Bug("stream_k_never",
+        find="    if not leftover or stream_k is False or leftover * k_steps < programs:\n",
+        replace="    if not leftover or stream_k is False or leftover < programs:\n",
+        check="persistent.stream_k", hint="knob ignored"),
+    # tma_store=True accepted but the kernel always stores through pointers.
+    Bug("tma_store_ignored",
+        find='B_MAJOR_K=layouts[1] == "col", TMA_STORE=tma_store,',
+        replace='B_MAJOR_K=layouts[1] == "col", TMA_STORE=False,',
+        check="persistent.tma", hint="knob ignored"),
+    # The staged copy of A leaves its padding columns uninitialized (torch.empty garbage).
+    Bug("staged_a_padding_not_zeroed", find="    a_pad[:, K:] = 0\n", replace="",
+        check="staged.unaligned", hint="padding of the staged copies not zeroed"),
+    # The last band of the grouped order is taken as GROUP_M rows tall even when fewer remain.
+    Bug("group_size_not_clamped",
+        find="    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)",
+        replace="    group_size_m = GROUP_M", check="knobs.group_m",
+        hint="grouped index arithmetic"),
+    # Each K step's product rounded to the output dtype before it is accumulated.
+    Bug("dot_rounded_per_step",
+        find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc += tl.dot(a, b).to(c_ptr.dtype.element_ty).to(tl.float32)\n",
+        check="contract.early_rounding", hint="rounding before the epilogue"),
+    # Rows past M not wrapped: the last tile row loads A past its end.
+    Bug("a_rows_no_wrap", find="    a_rows = (offs_m % M).to(tl.int64)",
+        replace="    a_rows = offs_m.to(tl.int64)", check="forward.ragged",
+        hint="tail not masked"),
+    # The bias loaded without the column mask: the last tile column reads past bias[N - 1].
+    Bug("bias_unmasked",
+        find="bias = tl.load(bias_ptr + offs_n[None, :], mask=offs_n[None, :] < N, other=0.0)",
+        replace="bias = tl.load(bias_ptr + offs_n[None, :])", check="forward.ragged",
+        hint="tail not masked"),
 ]
