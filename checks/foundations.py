@@ -15,22 +15,36 @@ DTYPES = ("float16", "bfloat16", "float32")
 
 def _add_cases(device: str) -> list[Case]:
     sizes = (1, 7, 1024, 1000, 4097) if device != "cuda" else (1, 7, 1024, 1000, 4097, 1 << 20, 1_000_003)
-    return [Case(n=n, dtype=d, block=b) for n in sizes for d in DTYPES for b in (128, 1024)
-            if not (d != "float32" and b == 128 and n > 5000)]
+    cases = [Case(n=n, dtype=d, block=b) for n in sizes for d in DTYPES for b in (128, 1024)
+             if not (d != "float32" and b == 128 and n > 5000)]
+    # 2-D tensors (add takes any shape): n is x.numel(), not len(x) = 33 rows
+    cases += [Case(shape=(33, 31), dtype=d, block=128) for d in DTYPES]
+    # nothing to add: a fresh empty output, no launch (a grid of 0 programs is no launch)
+    cases += [Case(n=0, dtype="float32", block=1024)]
+    return cases
 
 
 @register(W, "add.values", tier="kernel", uses=("add",), cases=_add_cases,
-          doc="x + y against float64, tails owned by the last program")
+          doc="x + y against float64 (1-D and 2-D, and empty), tails owned by the last program")
 def add_values(ctx, impl, case):
-    torch = ctx.torch
-    x = ctx.randn((case.n,), case.dtype)
-    y = ctx.randn((case.n,), case.dtype)
-    out = ctx.call(impl.add, x, y, block=case.block, expect_shape=x.shape, expect_dtype=case.dtype)
+    shape = case.get("shape", (case.get("n"),))
+    x = ctx.randn(shape, case.dtype)
+    y = ctx.randn(shape, case.dtype)
+    try:
+        out = ctx.call(impl.add, x, y, block=case.block, expect_shape=x.shape,
+                       expect_dtype=case.dtype)
+    except CheckFailed as exc:
+        if x.numel() == 0 and "returned one of its inputs" not in exc.message:
+            exc.hint = EMPTY_HINT
+        raise
     expected = x.double().cpu() + y.double().cpu()
-    ctx.assert_close(out, expected, name="add(x, y)", diagnose=[_first_block_only(case.block)])
-    if out.numel() != case.n:
-        ctx.fail("wrong number of elements")
-    del torch
+    ctx.assert_close(out, expected, name=f"add(x, y) of shape {tuple(shape)}",
+                     diagnose=[_first_rows_only(x), _grid_too_small(case.block),
+                               _first_block_only(case.block)])
+
+
+EMPTY_HINT = ("zero-size input: return the freshly allocated empty output before launching "
+              "(a grid or a block of 0 is not a launch)")
 
 
 @register(W, "add.fresh_output", tier="kernel", uses=("add",),
@@ -54,6 +68,44 @@ def _overwritten(got, expected, bad):
             "every call (no cached buffer)")
 
 
+def _first_rows_only(x):
+    """Diagnosis: only the first len(x) elements are right (n taken as len(x), the number of
+    rows, instead of x.numel())."""
+
+    def diagnose(got, expected, bad):
+        rows = x.shape[0] if x.dim() > 1 else 0
+        flat = bad.reshape(-1)
+        # the first wrong element is element len(x) (and nearly all after it are wrong)
+        if not rows or rows >= flat.numel() or bool(flat[:rows].any()) or not bool(flat[rows]):
+            return None
+        if float(flat[rows:].double().mean()) < 0.9:
+            return None
+        return (f"only the first {rows} elements are right, as many as x has rows: n must be "
+                f"x.numel() (all {flat.numel()} elements of the {tuple(x.shape)} tensor), not "
+                "len(x)")
+
+    return diagnose
+
+
+def _grid_too_small(block: int):
+    """Diagnosis: everything is right up to a multiple of BLOCK past the first block, and
+    wrong from there to the end: the grid stopped short (n // BLOCK programs, rounded down)."""
+
+    def diagnose(got, expected, bad):
+        flat = bad.reshape(-1)
+        n = flat.numel()
+        start = n // block * block
+        if start <= block or start >= n or bool(flat[:start].any()) or not bool(flat[start]):
+            return None
+        if float(flat[start:].double().mean()) < 0.9:
+            return None
+        return (f"grid too small: the elements from {start} = {n // block} * BLOCK on are "
+                f"wrong (never written), as if only n // BLOCK = {n // block} programs ran; "
+                f"launch triton.cdiv(n, BLOCK) = {-(-n // block)} programs")
+
+    return diagnose
+
+
 def _first_block_only(block: int):
     def diagnose(got, expected, bad):
         idx = bad.nonzero()
@@ -72,7 +124,9 @@ def _softmax_cases(device: str) -> list[Case]:
     else:
         # (1, 65536): the widest row allowed, one block of exactly _MAX_ROW_BLOCK lanes
         shapes = [(1, 1), (3, 5), (8, 17), (4, 1000), (2, 1024), (3, 4097), (1, 65536)]
-    return [Case(shape=s, dtype=d) for s in shapes for d in DTYPES]
+    # zero-size: no rows, and rows of no columns (a fresh empty output, nothing launched)
+    return ([Case(shape=s, dtype=d) for s in shapes for d in DTYPES]
+            + [Case(shape=s, dtype="float32") for s in ((0, 5), (5, 0))])
 
 
 def _softmax64(x):
@@ -164,6 +218,8 @@ def row_softmax_values(ctx, impl, case):
             exc.hint = ("width limit off by one: a row of exactly 65536 columns fills the "
                         "largest block (65536 lanes) and must be accepted; refuse only n_cols > "
                         "65536")
+        elif x.numel() == 0 and "returned one of its inputs" not in exc.message:
+            exc.hint = EMPTY_HINT
         raise
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)",
                      diagnose=_softmax_diagnoses(case.shape[1], x))
@@ -191,10 +247,33 @@ def row_softmax_extreme(ctx, impl, case):
     else:
         x = torch.full(case.shape, 3.25, dtype=getattr(torch, case.dtype), device=ctx.torch_device)
     out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+    # exp overflows float32 past 88.7: only then can a missing shift make inf / inf = NaN.
+    huge = float(x.double().amax()) > 88.0
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
         _finite_tail_sentinel(x),
+        _max_taken_as_zero(x),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
-                           if bool(g.isnan().any() | g.isinf().any()) else None)])
+                           if huge and bool(g.isnan().any() | g.isinf().any()) else None)])
+
+
+def _max_taken_as_zero(x):
+    """Diagnosis: rows whose logits all lie far below 0 came out Inf or NaN, as when the shift
+    is max(row max, 0) (a max seeded with 0, or no shift at all): exp(x - 0) underflows to 0 in
+    float32, the sum is 0 and 0 / 0 = NaN."""
+
+    def diagnose(got, expected, bad):
+        row_max = x.detach().cpu().double().amax(dim=-1)
+        far = row_max.isfinite() & (row_max < -80.0)
+        broken = (~got.isfinite()).any(dim=-1) & expected.isfinite().all(dim=-1)
+        if not bool((far & broken).any()):
+            return None
+        r = int((far & broken).nonzero()[0])
+        return (f"max taken as 0, not the row's max: every logit of row {r} is at most "
+                f"{float(row_max[r]):.4g}, so exp(x - 0) underflows to 0 and the sum is 0 "
+                "(0 / 0 = NaN). Subtract the row's own max, tl.max(x, axis=0) (not max(max, 0), "
+                "and not a running max started at 0)")
+
+    return diagnose
 
 
 @register(W, "row_softmax.fresh_output", tier="kernel", uses=("row_softmax",),
@@ -239,6 +318,10 @@ def bad_calls(ctx, impl, case):
     ctx.expect_error(impl.add, x, x.half(), mentions=["y"], what="add: dtype mismatch")
     ctx.expect_error(impl.add, x, [1, 2], mentions=["y"], what="add: y not a tensor")
     ctx.expect_error(impl.add, x.int(), x.int(), mentions=["x"], what="add: integer dtype")
+    float64 = ("the kernels take float16, bfloat16 or float32 (statistics in float32): refuse "
+               "float64 with a TypeError or ValueError naming x's dtype")
+    _refuses(ctx, float64, impl.add, x.double(), x.double(), mentions=["x", "dtype"],
+             what="add: float64")
     ctx.expect_error(impl.add, x, x, block=100, mentions=["block"], what="add: block not 2^k")
     ctx.expect_error(impl.row_softmax, ctx.randn((8,)), mentions=["2-D"], what="row_softmax: 1-D")
     ctx.expect_error(impl.row_softmax, ctx.randn((2, 3, 4)), mentions=["2-D"],
@@ -247,9 +330,16 @@ def bad_calls(ctx, impl, case):
                      mentions=["x"], what="row_softmax: integer dtype")
     ctx.expect_error(impl.row_softmax, x.t(), mentions=["contiguous"],
                      what="row_softmax: non-contiguous")
+    _refuses(ctx, float64, impl.row_softmax, x.double(), mentions=["x", "dtype"],
+             what="row_softmax: float64")
+    # one block holds a whole row: 65536 lanes at most (workshop 5 splits wider rows)
+    _refuses(ctx, "rows wider than 65536 columns do not fit one block: refuse them with a "
+             "ValueError that names the limit, 65536", impl.row_softmax, ctx.randn((1, 65537)),
+             mentions=["65536"], what="row_softmax: 65537 columns")
     warps = ("num_warps must be a power of two from 1 to 32 (Triton lays a program's threads "
              "out in powers of two): refuse any other value with a ValueError naming num_warps")
-    for bad in (3, 64):
+    # 0 included: `if num_warps:` would skip the check and quietly use the default
+    for bad in (0, 3, 64):
         _refuses(ctx, warps, impl.row_softmax, x, num_warps=bad, mentions=["num_warps"],
                  what=f"row_softmax: num_warps={bad}")
     # Tensors without dense memory behind (pointer, strides), and a view whose memory holds the
@@ -262,6 +352,9 @@ def bad_calls(ctx, impl, case):
     if ctx.device == "cuda":
         ctx.expect_error(impl.row_softmax, x.cpu(), mentions=["cuda"],
                          what="row_softmax: CPU tensor on a GPU run")
+        ctx.expect_error(impl.add, x.cpu(), x.cpu(), mentions=["cuda"],
+                         what="add: CPU tensors on a GPU run")
+        ctx.expect_error(impl.add, x, x.cpu(), mentions=["y"], what="add: y on another device")
 
 
 def _refuses(ctx, hint, fn, *args, **kwargs):
@@ -296,12 +389,19 @@ def cuda_stream(ctx, impl, case):
                                "current one (read x before it was written)"])
 
 
-@register(W, "cuda.int64_offsets", tier="cuda", uses=("add",), cases=[Case(dtype="float16")],
-          doc="add over 2^31 + 4096 elements (4 GiB float16 tensors): int64 offsets",
+@register(W, "cuda.int64_offsets", tier="cuda", uses=("add", "row_softmax"),
+          cases=[Case(dtype="float16"), Case(fn="row_softmax", dtype="float16")],
+          doc="add over 2^31 + 4096 elements and row_softmax over 2^31 + 65536 (4 GiB float16 "
+              "tensors): int64 offsets",
           timeout=600)
 def cuda_int64_offsets(ctx, impl, case):
     ctx.require_cuda()
     torch = ctx.torch
+    overflow = ("offsets overflowed 32 bits: pid * BLOCK wraps past 2^31 in int32; widen the "
+                "program id to int64 (tl.program_id(0).to(tl.int64)) before the multiply")
+    if case.get("fn") == "row_softmax":
+        _int64_row_softmax(ctx, impl, overflow.replace("pid * BLOCK", "row * stride"))
+        return
     # 2^31 + 4096 elements: the last four blocks of 1024 start past 2^31, where pid * BLOCK
     # wraps to a negative int32.
     n = (1 << 31) + 4096
@@ -311,8 +411,7 @@ def cuda_int64_offsets(ctx, impl, case):
         y = torch.randn((n,), device="cuda", dtype=torch.float16, generator=gen)
     except torch.cuda.OutOfMemoryError:
         raise Unavailable("needs about 30 GB of free GPU memory") from None
-    overflow = ("offsets overflowed 32 bits: pid * BLOCK wraps past 2^31 in int32; widen the "
-                "program id to int64 (tl.program_id(0).to(tl.int64)) before the multiply")
+    # (ctx.call turns a kernel's fault, raised at its synchronize, into a FAIL with a hint.)
     try:
         out = ctx.call(impl.add, x, y, expect_shape=(n,), expect_dtype=case.dtype)
     except CheckFailed as exc:
@@ -321,14 +420,6 @@ def cuda_int64_offsets(ctx, impl, case):
                                    "past the end")):
             exc.hint = f"{overflow} ({exc.hint})" if exc.hint else overflow
         raise
-    except Exception as exc:  # noqa: BLE001 - a fault the synchronize after the call reports
-        if "illegal" not in str(exc).lower():
-            raise
-        from checks.context import describe_exception
-
-        raise CheckFailed(f"add over {n} elements raised {describe_exception(exc)}",
-                          hint=f"{overflow} (the CUDA context is now unusable: restart the "
-                               "process)") from exc
     # Compare slices (float64 on the CPU): the start, and the last 3 * 4096 elements, which
     # straddle 2^31 and end at the tail.
     for start, stop in ((0, 4096), (n - 3 * 4096, n)):
@@ -336,4 +427,31 @@ def cuda_int64_offsets(ctx, impl, case):
         ctx.assert_close(out[start:stop], expected, name=f"add(x, y)[{start}:{stop}] of {n}",
                          diagnose=[lambda g, e, bad: overflow])
     del x, y, out
+    torch.cuda.empty_cache()
+
+
+def _int64_row_softmax(ctx, impl, overflow):
+    """row_softmax of (32769, 65536) float16: 2^31 + 65536 elements, so the last row starts
+    at 2^31, where row * stride_xm wraps to a negative int32."""
+    torch = ctx.torch
+    shape = (32769, 65536)
+    gen = torch.Generator(device="cuda").manual_seed(ctx.case_seed)
+    try:
+        x = torch.randn(shape, device="cuda", dtype=torch.float16, generator=gen)
+    except torch.cuda.OutOfMemoryError:
+        raise Unavailable("needs about 20 GB of free GPU memory") from None
+    try:
+        out = ctx.call(impl.row_softmax, x, expect_shape=shape, expect_dtype=x.dtype)
+    except CheckFailed as exc:
+        text = f"{exc.message} {exc.hint}".lower()
+        if any(s in text for s in ("illegal", "out-of-bounds", "outside", "before the start",
+                                   "past the end")):
+            exc.hint = f"{overflow} ({exc.hint})" if exc.hint else overflow
+        raise
+    # Whole rows at both ends of the address range (float64 on the CPU).
+    for r in (0, 1, shape[0] // 2, shape[0] - 2, shape[0] - 1):
+        ctx.assert_close(out[r], x[r].double().cpu().softmax(dim=-1),
+                         name=f"row_softmax(x)[{r}] of {shape}",
+                         diagnose=[lambda g, e, bad: overflow])
+    del x, out
     torch.cuda.empty_cache()

@@ -165,6 +165,17 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
             pass
         return None
 
+    def dx_strides(got, exp, bad):
+        # dx is new and contiguous; a launcher passing y's strides for dx writes each value
+        # where y keeps it: read got's memory back with y's strides and see the right values.
+        if tuple(y.stride()) == (y.shape[1], 1) or not _fits(y.stride(), y.shape, got.numel()):
+            return None
+        back = got.reshape(-1).as_strided(tuple(y.shape), tuple(y.stride()), 0)
+        if _close(back, exp, rtol, atol):
+            return (f"dx written with y's strides {tuple(y.stride())}: dx is a new contiguous "
+                    f"tensor (strides {(y.shape[1], 1)}); pass dx.stride(0), dx.stride(1) for dx")
+        return None
+
     def low_precision_dot(got, exp, bad):
         # Undo the formula row by row: implied <dy, y> = dy - dx / y where y is not tiny.
         yd, dyd = (y64, dy64) if d == 1 else (y64.t(), dy64.t())
@@ -196,8 +207,19 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
                     "<dy, y>: mask them and load them as 0 (they must add nothing)")
         return None
 
-    return [missing_dot, misplaced_parenthesis, wrong_dim, *extra, low_precision_dot,
-            dot_of_one_tile, dy_strides, ragged_tail]
+    # The one tile width that a `2 * BLOCK_N >= n_cols` slip would run in one pass: the
+    # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
+    half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
+    return [missing_dot, misplaced_parenthesis, wrong_dim, *extra,
+            _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot, dot_of_one_tile,
+            dy_strides, ragged_tail]
+
+
+def _fits(strides, shape, n: int, offset: int = 0) -> bool:
+    """A view of `shape` with `strides` (none negative) from `offset` stays inside n elements."""
+    if any(st < 0 for st in strides):
+        return False
+    return offset + sum((size - 1) * st for size, st in zip(shape, strides)) < n
 
 
 def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, extra=(),
@@ -215,10 +237,19 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         out = ctx.call(impl.softmax_backward, y, dy, dim, expect_shape=y.shape,
                        expect_dtype=y.dtype, expect_contiguous=True, **knobs)
     except CheckFailed as exc:
-        if "out-of-bounds" in exc.message and dy.stride() != y.stride():
+        # Name a stride mix-up only where it would leave the tensor's memory as the
+        # interpreter saw: dy read with y's strides (a load), dx written with y's (a store).
+        dy_cells = dy.untyped_storage().nbytes() // dy.element_size()
+        if ("out-of-bounds load" in exc.message and dy.stride() != y.stride()
+                and not _fits(y.stride(), y.shape, dy_cells, dy.storage_offset())):
             exc.hint = (f"dy's strides taken from y? A load left the tensors' memory in a case "
                         f"where dy has strides {dy.stride()} and y has {y.stride()}: pass "
                         "dy's own strides for dy")
+        elif ("out-of-bounds store" in exc.message and tuple(y.stride()) != (y.shape[1], 1)
+              and not _fits(y.stride(), y.shape, y.numel())):
+            exc.hint = (f"dx written with y's strides? A store left dx's memory in a case where "
+                        f"y has strides {y.stride()}: dx is a new contiguous tensor (strides "
+                        f"{(y.shape[1], 1)}); pass dx.stride(0), dx.stride(1) for dx")
         raise
     ctx.assert_close(out, expected, rtol=rtol, atol=atol,
                      name=name or f"softmax_backward(y, dy, dim={dim})",
@@ -300,7 +331,10 @@ def vjp_formula_dense_jacobian(ctx, impl, case):
 def _values_cases(device: str) -> list[Case]:
     shapes = [(1, 1), (3, 5), (4, 17), (2, 1024), (3, 1000), (2, 4097)]
     knobbed = [((3, 1000), dict(block_n=128)), ((2, 3000), dict(block_n=1024)),
-               ((5, 33), dict(block_m=4, block_n=16))]
+               ((5, 33), dict(block_m=4, block_n=16)),
+               # rows longer than one tile but at most two (block_n < n <= 2 * block_n): the
+               # looped path, on rows and on the column-tile path (a transposed layout)
+               ((3, 200), dict(block_n=128)), ((40, 50), dict(block_n=32, layout="transposed"))]
     if device == "cuda":
         shapes += [(64, 1000), (128, 1024), (37, 4097), (256, 16384), (16, 32768), (4, 131072),
                    (1823, 781), (8192, 64)]
@@ -315,8 +349,35 @@ def _values_cases(device: str) -> list[Case]:
           doc="contiguous rows, ragged widths, all dtypes, both the one-pass and looped paths")
 def backward_values(ctx, impl, case):
     knobs = {k: case[k] for k in ("block_m", "block_n", "num_warps") if k in case}
-    x64, y, dy = _inputs(ctx, case.shape, case.dtype, -1)
+    layout = case.get("layout", "contiguous")
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, -1, layout, layout)
     _check_vjp(ctx, impl, y, dy, -1, _autograd64(x64, dy, -1), **knobs)
+
+
+def _one_pass_too_wide(y, dy, dim: int, block_n: int):
+    """Diagnosis: the first block_n columns hold the VJP with <dy, y> over those columns alone
+    (and the rest is wrong): the one-pass branch ran on rows wider than BLOCK_N."""
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(y.dtype)
+    d = dim % 2
+    width = y.shape[d]
+
+    def diagnose(got, exp, bad):
+        if block_n >= width:
+            return None
+        yh, dyh = y.narrow(d, 0, block_n), dy.narrow(d, 0, block_n)
+        sim = _vjp64(yh, dyh, d)
+        head = got.narrow(d, 0, block_n)
+        if not _close(head, sim, 4 * tol.rtol, 4 * tol.atol + 1e-6) \
+                or _close(exp.narrow(d, 0, block_n), sim, tol.rtol, tol.atol):
+            return None
+        return (f"ONE_PASS chosen for rows wider than BLOCK_N = {block_n}: the first {block_n} "
+                f"of {width} columns hold y * (dy - <dy, y>) with <dy, y> over those columns "
+                "alone, and the rest was never written; one pass is right only when "
+                "BLOCK_N >= n_cols (else loop over the column tiles)")
+
+    return diagnose
 
 
 _LAYOUTS = [("contiguous", "contiguous"), ("transposed", "transposed"), ("sliced", "sliced"),
@@ -338,13 +399,52 @@ def backward_layouts(ctx, impl, case):
     _check_vjp(ctx, impl, y, dy, case.dim, _autograd64(x64, dy, case.dim))
 
 
+EMPTY_HINT = ("zero-size input: return the freshly allocated empty dx before launching (a grid "
+              "or a block of 0 is not a launch)")
+
+
 @register(W, "backward.dim", tier="kernel", uses=USES,
           cases=[Case(shape=(6, 19), dim=d, dtype=t) for d in (-1, 1, 0, -2)
-                 for t in ("float16", "float32")],
-          doc="dim both ways, negative and positive, on a non-square tensor")
+                 for t in ("float16", "float32")]
+          # zero-size: no rows or no columns, reduced either way (an empty dx, nothing launched)
+          + [Case(shape=s, dim=d, dtype="float32") for s in ((0, 5), (5, 0)) for d in (-1, 0)],
+          doc="dim both ways, negative and positive, on a non-square tensor; empty tensors")
 def backward_dim(ctx, impl, case):
     x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim)
+    if y.numel() == 0:
+        try:
+            ctx.call(impl.softmax_backward, y, dy, case.dim, expect_shape=y.shape,
+                     expect_dtype=y.dtype, expect_contiguous=True)
+        except CheckFailed as exc:
+            if "returned one of its inputs" not in exc.message:
+                exc.hint = EMPTY_HINT
+            raise
+        return
     _check_vjp(ctx, impl, y, dy, case.dim, _autograd64(x64, dy, case.dim))
+
+
+@register(W, "backward.default_dim", tier="kernel", uses=USES,
+          cases=[Case(shape=(6, 19), dtype="float32")],
+          doc="softmax_backward(y, dy) with dim left out reduces over the last dimension")
+def backward_default_dim(ctx, impl, case):
+    from checks.compare import tolerance_for
+
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, -1)
+    out = ctx.call(impl.softmax_backward, y, dy, expect_shape=y.shape, expect_dtype=y.dtype,
+                   expect_contiguous=True)
+    expected = _autograd64(x64, dy, -1)
+    tol = tolerance_for(y.dtype)
+    atol = _atol(y, dy, -1, expected)
+
+    def over_dim0(got, exp, bad):
+        if _close(got, _vjp64(y, dy, 0), tol.rtol, atol):
+            return ("default dim must be -1 (the last dimension): softmax_backward(y, dy) "
+                    "without dim reduced over dim 0; declare the parameter as dim: int = -1")
+        return None
+
+    ctx.assert_close(out, expected, atol=atol, name="softmax_backward(y, dy) (dim left out)",
+                     diagnose=[over_dim0, *_diagnoses(y, dy, -1, tol.rtol, atol,
+                                                      gpu=ctx.device == "cuda")])
 
 
 def _extreme_cases(device: str) -> list[Case]:
@@ -517,6 +617,10 @@ def bad_calls(ctx, impl, case):
     ctx.expect_error(fn, y, dy, block_n=100, mentions=["block_n"], what="block_n not 2^k")
     ctx.expect_error(fn, y, dy, block_m=0, mentions=["block_m"], what="block_m = 0")
     ctx.expect_error(fn, y, dy, num_warps=3, mentions=["num_warps"], what="num_warps not 2^k")
+    ctx.expect_error(fn, y, dy, num_warps=0, mentions=["num_warps"], what="num_warps = 0")
+    # each knob valid alone, the tile too large for registers together
+    ctx.expect_error(fn, y, dy, block_m=1024, block_n=1024, mentions=["block_m", "block_n"],
+                     what="block_m * block_n too large")
     if ctx.device == "cuda":
         ctx.expect_error(fn, y.cpu(), dy.cpu(), mentions=["cuda"], what="CPU tensors, GPU run")
         ctx.expect_error(fn, y, dy.cpu(), mentions=["dy"], what="dy on another device")
@@ -674,6 +778,36 @@ def _expect_inplace_detected(ctx, impl, x_values, w, case, expected, rtol, atol)
                  "\"modified by an inplace operation\" here", hint=INPLACE_HINT)
 
 
+@register(W, "autograd.default_dim", tier="kernel", uses=USES_AUTOGRAD,
+          cases=[Case(shape=(5, 37), dtype="float32")],
+          doc="Softmax.apply(x) with dim left out: softmax and gradient over the last dimension")
+def autograd_default_dim(ctx, impl, case):
+    from checks.context import call_learner
+
+    torch = ctx.torch
+    x = ctx.randn(case.shape, case.dtype, scale=2.0).requires_grad_(True)
+    dy = ctx.randn(case.shape, case.dtype)
+    x64 = x.detach().cpu().double()
+    hint = ("default dim must be -1 (the last dimension): Softmax.apply(x) without dim reduced "
+            "over dim 0; declare forward's parameter as dim: int = -1")
+    y = call_learner(impl.Softmax.apply, x, label="Softmax.apply")
+    if not isinstance(y, torch.Tensor) or y.shape != x.shape:
+        ctx.fail(f"Softmax.apply returned {type(y).__name__} {getattr(y, 'shape', '')}, "
+                 f"expected a tensor of shape {tuple(x.shape)}",
+                 hint="forward returns the softmax of x, same shape and dtype")
+    ctx.assert_close(y, x64.softmax(-1), name="Softmax.apply(x) (dim left out)", diagnose=[
+        lambda g, e, bad: hint if _close(g, x64.softmax(0), 1e-5, 1e-7) else None])
+    call_learner(y.backward, dy, label="backward through Softmax")
+    if x.grad is None:
+        ctx.fail("x.grad is None after backward", hint="backward must return (dx, None)")
+    # float32 kernels: a few eps32 of y and of <dy, y>, times max|dy| (as in
+    # autograd.finite_differences below)
+    atol = 16 * torch.finfo(torch.float32).eps * float(dy.abs().max())
+    ctx.assert_close(x.grad, _autograd64(x64, dy, -1), rtol=1e-5, atol=atol,
+                     name="x.grad of Softmax.apply(x) (dim left out)", diagnose=[
+        lambda g, e, bad: hint if _close(g, _autograd64(x64, dy, 0), 1e-5, atol) else None])
+
+
 @register(W, "autograd.finite_differences", tier="kernel", uses=USES_AUTOGRAD,
           cases=[Case(shape=(3, 33), dim=-1), Case(shape=(20, 6), dim=0)],
           doc="float32 Softmax.apply gradient against float64 central finite differences")
@@ -780,6 +914,7 @@ def cuda_int64_offsets(ctx, impl, case):
         raise Unavailable("needs about 30 GB of free GPU memory") from None
     crashed = (INT64_HINT + " (here the kernel read or wrote outside the tensors; the CUDA "
                "context is now unusable: restart the process)")
+    # (ctx.call turns a kernel's fault, raised at its synchronize, into a FAIL.)
     try:
         out = ctx.call(impl.softmax_backward, y, dy, dim, expect_shape=shape,
                        expect_dtype=dtype, expect_contiguous=True)
@@ -787,13 +922,6 @@ def cuda_int64_offsets(ctx, impl, case):
         if "illegal memory access" in exc.message.lower():
             exc.hint = crashed
         raise
-    except Exception as exc:  # noqa: BLE001 - an asynchronous CUDA error surfaces at the sync
-        from checks.context import describe_exception
-
-        if "illegal memory access" not in str(exc).lower():
-            raise
-        raise CheckFailed(f"softmax_backward on {shape} raised {describe_exception(exc)}",
-                          hint=crashed) from exc
     # Whole softmax rows (slices along dim) at the far ends of the address range, against the
     # float64 formula on the kernel's exact inputs; nothing larger than a slice leaves the GPU.
     n_ind = shape[1 - d]

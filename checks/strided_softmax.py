@@ -326,6 +326,24 @@ def forward_layouts(ctx, impl, case):
     _compare(ctx, x, case.dim, out)
 
 
+@register(W, "forward.default_dim", tier="kernel", uses=SOFTMAX,
+          cases=[Case(layout="contiguous", shape=(6, 37), dtype="float32")],
+          doc="softmax(x) with dim left out reduces over the last dimension (dim=-1)")
+def forward_default_dim(ctx, impl, case):
+    x = make_view(ctx, case.layout, case.shape, case.dtype)
+    out = ctx.call(impl.softmax, x, name="softmax", expect_shape=tuple(x.shape),
+                   expect_dtype=x.dtype, expect_contiguous=True)
+
+    def over_dim0(got, expected, bad):
+        if _close(got, _softmax64(x, 0), 4e-5, 1e-7):
+            return ("default dim must be -1 (the last dimension): softmax(x) without dim "
+                    "reduced over dim 0; declare the parameter as dim: int = -1")
+        return None
+
+    ctx.assert_close(out, _softmax64(x, -1), name=f"softmax(x) (dim left out) of x "
+                     f"{tuple(x.shape)}", diagnose=[over_dim0, *diagnoses(x, -1)])
+
+
 def _path_cases(device: str) -> list[Case]:
     # Both sides longer than 2 * 16, so block_r=16 walks either dim in several passes and
     # splits=3 makes three nonempty slices of 16 positions (40 or 45: the last one ragged).
@@ -350,6 +368,15 @@ def _path_cases(device: str) -> list[Case]:
     # row's maximum planted there: a walk that stops a block short misses it on every seed.
     cases += [Case(layout=lay, shape=(8, 33), dim=-1, path=p, block_r=16, max_last=True,
                    dtype="float32") for lay, p in (("contiguous", "A"), ("transposed", "B"))]
+    # Rows longer than one block but at most two (block_r < 45 <= 2 * block_r): two passes,
+    # not the one-block branch (the transposed path-B case above has block_r=32 as well).
+    cases += [Case(layout="contiguous", shape=shape, dim=-1, path="A", block_r=32,
+                   dtype="float32")]
+    # The largest tile allowed, block_r * block_i = 65536 (accepted), split in two slices of
+    # which the first holds 65536 equal float16 logits: its sum, 65536, is past float16's
+    # largest number (65504), so the (max, sum) workspace must be float32.
+    cases += [Case(layout="contiguous", shape=(65537, 1), dim=0, path="B", block_r=65536,
+                   block_i=1, splits=2, equal=True, dtype="float16")]
     return cases
 
 
@@ -381,14 +408,33 @@ def _path_ran(log) -> str:
 def forward_paths(ctx, impl, case):
     x = make_view(ctx, case.layout, case.shape, case.dtype)
     extra = []
+    d = case.dim % 2
     if case.get("max_last"):
-        d = case.dim % 2
         x.select(d, -1).copy_(x.amax(dim=d) + 2.0)  # each row's maximum, in its last position
         extra = [_last_skipped(x, case.dim, case.block_r)]
+    if case.get("equal"):
+        # every position but the last equal to its row's maximum (a random value)
+        head = x.narrow(d, 0, x.shape[d] - 1)
+        head.copy_(x.amax(dim=d, keepdim=True).expand_as(head))
     knobs = {k: case[k] for k in ("path", "block_r", "block_i", "num_warps", "num_stages",
                                   "splits") if case.get(k) is not None}
+    if case.get("block_r"):
+        extra.append(_one_block_too_short(x, case.dim, case.block_r))
+    if (case.get("splits") or 1) > 1:
+        n_r = x.shape[d]
+        # whole blocks per slice: ceil(ceil(n_r / splits) / block_r) * block_r
+        per_split = math.ceil(math.ceil(n_r / case.splits) / case.block_r) * case.block_r
+        extra.append(_split_stats_16bit(x, case.dim, per_split))
     with ctx.count_launches() as log:
-        out = _call(ctx, impl, x, case.dim, **knobs)
+        try:
+            out = _call(ctx, impl, x, case.dim, **knobs)
+        except CheckFailed as exc:
+            tile = (case.get("block_r") or 1) * (case.get("block_i") or 1)
+            if tile == 65536 and "ValueError" in exc.message:
+                exc.hint = ("tile limit off by one: block_r * block_i = 65536 is the largest "
+                            "tile allowed and must be accepted; refuse only block_r * block_i > "
+                            "65536")
+            raise
     _compare(ctx, x, case.dim, out, extra)
     # Right values alone do not show which path ran: every kernel here computes the same
     # softmax, so a launcher that ignored the knob would pass on values. The names do show it.
@@ -404,6 +450,77 @@ def forward_paths(ctx, impl, case):
                       f"{' then '.join(expected)} (the plan and the launch both follow the "
                       "knob); the launcher may choose the path (and the splits) itself only when "
                       "the knob is left out (None)")
+
+
+def _rows_of(t, dim: int):
+    """t as one softmax row per line: (rows, n_r), float64 on the CPU."""
+    d = dim % 2
+    return t.detach().double().cpu().movedim(d, -1).reshape(-1, t.shape[d])
+
+
+def _one_block_too_short(x, dim: int, block_r: int):
+    """Diagnosis: the first block_r positions of each row hold the softmax of those positions
+    alone (and the rest is wrong): the one-block branch ran on a row longer than BLOCK_R."""
+    import torch
+
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(x.dtype)
+    n_r = x.shape[dim % 2]
+
+    def diagnose(got, expected, bad):
+        if block_r >= n_r:
+            return None
+        head = _rows_of(x, dim)[:, :block_r]
+        sim = head.softmax(dim=1)
+        g, e = _rows_of(got, dim)[:, :block_r], _rows_of(expected, dim)[:, :block_r]
+        if _close(sim, e, tol.rtol, tol.atol) or not _close(g, sim, 4 * tol.rtol,
+                                                             4 * tol.atol + 1e-7):
+            return None
+        wrong_tail = bool(_rows_of(bad.to(torch.float64), dim)[:, block_r:].any())
+        return (f"ONE_BLOCK chosen for a row longer than BLOCK_R: the first {block_r} positions "
+                f"of each row of {n_r} hold the softmax of those {block_r} alone"
+                f"{' and the positions past them are wrong' if wrong_tail else ''}; the "
+                "one-block branch is right only when n_r <= BLOCK_R (else walk the row in two "
+                "passes)")
+
+    return diagnose
+
+
+def _split_stats_16bit(x, dim: int, rows_per_split: int):
+    """Diagnosis: the output is what each slice's (max, sum) rounded to x's 16-bit dtype
+    before the merge gives (a float16 sum past 65504 is inf, and the row comes out 0)."""
+    import torch
+
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(x.dtype)
+
+    def simulate():
+        if x.dtype == torch.float32:
+            return None
+        rows = _rows_of(x, dim)
+        ms, ss = [], []
+        for start in range(0, rows.shape[1], rows_per_split):
+            part = rows[:, start:start + rows_per_split]
+            m = part.amax(dim=1, keepdim=True)
+            s = (part - m).exp().sum(dim=1, keepdim=True)
+            ms.append(m.to(x.dtype).double())
+            ss.append(s.to(x.dtype).double())
+        m_k, s_k = torch.cat(ms, dim=1), torch.cat(ss, dim=1)
+        big = m_k.amax(dim=1, keepdim=True)
+        total = (s_k * (m_k - big).exp()).sum(dim=1, keepdim=True)
+        sim = (rows - big).exp() / total
+        d = dim % 2
+        shape = list(x.shape)
+        shape.append(shape.pop(d))
+        return sim.reshape(shape).movedim(-1, d)
+
+    return _simulated("split statistics kept in 16 bits: the output matches each slice's "
+                      f"(max, sum) rounded to {str(x.dtype).replace('torch.', '')} (a slice "
+                      "sum past 65504 is inf in float16); keep the (max, sum) workspace in "
+                      "float32", simulate, match=(4 * tol.rtol, 4 * tol.atol + 1e-7),
+                      differ=(tol.rtol, tol.atol))
 
 
 def _last_skipped(x, dim: int, block_r: int):

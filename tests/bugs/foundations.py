@@ -53,3 +53,45 @@ BUGS += [
         replace="pid = tl.program_id(0)  # int64: n_elements may exceed 2^31",
         check="cuda.int64_offsets", hint="offsets overflowed 32 bits", gpu_only=True),
 ]
+
+BUGS += [
+    # n taken as len(x), the number of rows: only the first len(x) elements of a 2-D add.
+    Bug("add_n_is_len", find="    n = x.numel()\n", replace="    n = len(x)\n",
+        check="add.values", hint="not len(x)"),
+    # The grid rounded down (n // BLOCK programs): the ragged last block is never written.
+    Bug("add_grid_rounded_down", find="grid = (triton.cdiv(n, block),)",
+        replace="grid = (max(n // block, 1),)", check="add.values", hint="grid too small"),
+    # Off by one in the mask: the lane at n_elements itself loads and stores past the end.
+    Bug("add_mask_off_by_one", find="mask = offsets < n_elements",
+        replace="mask = offsets <= n_elements", check="add.values", hint="tail not masked"),
+    # An empty input returned as the output (the output must be a fresh tensor).
+    Bug("add_empty_returns_x", find="    if n == 0:\n        return out",
+        replace="    if n == 0:\n        return x", check="add.values",
+        hint="outputs must be freshly allocated"),
+    # No early return for an empty input: rows of 0 columns launch a block of 0 lanes.
+    Bug("softmax_no_empty_guard", find="    if x.numel() == 0:\n        return out\n    block_n",
+        replace="    block_n", check="row_softmax.values", hint="zero-size input"),
+    # The store left unmasked: the padded lanes of the block write past the row.
+    Bug("softmax_store_unmasked", find="y.to(out_ptr.dtype.element_ty), mask=mask)",
+        replace="y.to(out_ptr.dtype.element_ty))", check="row_softmax.values",
+        hint="tail not masked"),
+    # The shift clamped at 0 (a max seeded with 0): rows far below 0 underflow to 0 / 0.
+    Bug("softmax_max_seeded_zero", find="z = x - tl.max(x, axis=0)",
+        replace="z = x - tl.maximum(tl.max(x, axis=0), 0.0)", check="row_softmax.extreme",
+        hint="max taken as 0"),
+    # `if num_warps:` skips the check for 0, which then quietly picks the default.
+    Bug("softmax_num_warps_zero_accepted",
+        find='    if num_warps is not None:\n        check_power_of_two("num_warps"',
+        replace='    if num_warps:\n        check_power_of_two("num_warps"', check="bad_calls",
+        hint="num_warps must be a power of two"),
+    # float64 accepted (the statistics would silently be float32, the kernels are not float64).
+    Bug("softmax_float64_accepted", find='check_tensor("x", x, ndim=2)',
+        replace='check_tensor("x", x, ndim=2, dtypes=(torch.float16, torch.bfloat16, '
+                'torch.float32, torch.float64))',
+        check="bad_calls", hint="refuse float64"),
+    # row_softmax's row index left int32: row * stride_xm wraps past 2^31 elements.
+    Bug("softmax_row_id_int32",
+        find="row = tl.program_id(0).to(tl.int64)  # one program per row",
+        replace="row = tl.program_id(0)  # one program per row",
+        check="cuda.int64_offsets", hint="offsets overflowed 32 bits", gpu_only=True),
+]

@@ -59,3 +59,36 @@ BUGS = [
     Bug("no_shape_check", find='    check_same("dy", dy, "y", y)\n', replace="",
         check="bad_calls", hint="validate"),
 ]
+
+BUGS += [
+    # dim defaults to 0 instead of -1, in the launcher and in Softmax's forward.
+    Bug("default_dim_zero",
+        find="def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1,",
+        replace="def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = 0,",
+        check="backward.default_dim", hint="default dim must be -1"),
+    Bug("apply_default_dim_zero",
+        find="def forward(ctx, x: torch.Tensor, dim: int = -1) -> torch.Tensor:",
+        replace="def forward(ctx, x: torch.Tensor, dim: int = 0) -> torch.Tensor:",
+        check="autograd.default_dim", hint="default dim must be -1"),
+    # No guard for empty tensors: a grid of 0 programs, or a block of 0 columns, is launched.
+    Bug("no_empty_guard", find="    if y.numel() > 0:\n        _launch_vjp(",
+        replace="    if True:\n        _launch_vjp(", check="backward.dim", hint="zero-size input"),
+    # One pass chosen for rows up to twice BLOCK_N: the rest of the row is never read or written.
+    Bug("one_pass_for_wider_rows", find="ONE_PASS=bn >= n_cols", replace="ONE_PASS=2 * bn >= n_cols",
+        check="backward.values", hint="ONE_PASS chosen for rows wider than BLOCK_N"),
+    # dx written with y's strides (dx is new and contiguous).
+    Bug("dx_strides_from_y", find="dx.stride(0), dx.stride(1),  # strides of dx",
+        replace="y.stride(0), y.stride(1),  # strides of dx",
+        check="backward.layouts", hint="dx written with y's strides"),
+    # The looped path's `dot +=` written `dot =`: only the last column tile's part is kept.
+    Bug("dot_overwritten_per_tile", find="            dot += tl.sum(dy * y, axis=1)\n",
+        replace="            dot = tl.sum(dy * y, axis=1)\n",
+        check="backward.values", hint="not accumulated over the column tiles"),
+    # Pass 1's mask built from the tile-relative columns: the ragged last tile loads past the row.
+    Bug("pass1_mask_tile_relative",
+        find='            mask = row_mask & (c[None, :] < n_cols)\n'
+             '            y = _load_f32(y_rows, c, stride_yn, mask, "evict_last")',
+        replace='            mask = row_mask & (cols[None, :] < n_cols)\n'
+                '            y = _load_f32(y_rows, c, stride_yn, mask, "evict_last")',
+        check="backward.values", hint="tail not masked"),
+]

@@ -95,3 +95,40 @@ BUGS = [
                 "            m_new",
         check="forward.paths", hint="last position skipped"),
 ]
+
+# Path A's update of the running sum in its two-pass walk (the same mistakes as path B's above).
+_RESCALE_A = ("s = s * tl.exp2((m - shift) * LOG2E) + "
+              "tl.sum(tl.exp2((x - shift[:, None]) * LOG2E),")
+
+BUGS += [
+    # dim defaults to 0 instead of -1: softmax(x) reduces down the columns.
+    Bug("default_dim_zero", find="def softmax(x: torch.Tensor, dim: int = -1,",
+        replace="def softmax(x: torch.Tensor, dim: int = 0,", check="forward.default_dim",
+        hint="default dim must be -1"),
+    # The tile limit off by one: block_r * block_i = 65536, the largest tile, refused.
+    Bug("tile_limit_off_by_one", find="if block_r * block_i > _MAX_TILE:",
+        replace="if block_r * block_i >= _MAX_TILE:", check="forward.paths",
+        hint="tile limit off by one"),
+    # The split's (max, sum) workspace in x's dtype: a float16 slice sum past 65504 is inf.
+    Bug("split_stats_in_x_dtype",
+        find="        # Stage 1 fills (max, sum) per slice and row; stage 2 merges them and "
+             "normalises.\n        stats = torch.empty((2, p.splits, p.n_i), dtype=torch.float32,",
+        replace="        # Stage 1 fills (max, sum) per slice and row; stage 2 merges them and "
+                "normalises.\n        stats = torch.empty((2, p.splits, p.n_i), dtype=x.dtype,",
+        check="forward.paths", hint="split statistics kept in 16 bits"),
+    # The one-block branch chosen for rows up to twice BLOCK_R: the rest of the row is lost.
+    Bug("one_block_for_longer_rows", find="n_r <= block_r and splits == 1",
+        replace="n_r <= 2 * block_r and splits == 1", check="forward.paths",
+        hint="ONE_BLOCK chosen for a row longer than BLOCK_R"),
+    Bug("along_running_max_minus_inf_unguarded", find=_RESCALE_A,
+        replace="s = s * tl.exp2((m - m_new) * LOG2E) + "
+                "tl.sum(tl.exp2((x - m_new[:, None]) * LOG2E),",
+        check="forward.extreme", hint="running max still -inf"),
+    Bug("along_running_sum_not_rescaled", find=_RESCALE_A,
+        replace="s = s + tl.sum(tl.exp2((x - shift[:, None]) * LOG2E),", check="forward.paths",
+        hint="normalizer"),
+    # Slices not rounded to whole blocks: a block straddles two slices and is counted twice.
+    Bug("split_rows_not_whole_blocks",
+        find="rows_per_split = cdiv(cdiv(n_r, splits), block_r) * block_r",
+        replace="rows_per_split = cdiv(n_r, splits)", check="forward.paths", hint="normalizer"),
+]
