@@ -14,8 +14,10 @@ another's strides, ...): the hint names the one whose output the implementation 
 
 from __future__ import annotations
 
+import contextlib
 import math
 
+from checks.context import CACHED_BUFFER_HINT
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "streaming_attention"
@@ -93,14 +95,21 @@ def _interpreter_notes(ctx, dtype: str) -> None:
                  "fp32 accumulation; numpy's fp16 matmul is too slow)")
 
 
-def _resolve_scale(case) -> float | None:
-    return None if case.get("scale", "default") == "default" else float(case.scale)
+def _resolve_scale(case) -> float | int | None:
+    """None for the default; an int scale stays an int (the API takes an int or a float)."""
+    scale = case.get("scale", "default")
+    if scale == "default":
+        return None
+    return scale if isinstance(scale, int) else float(scale)
 
 
 def _knobs(case) -> dict:
+    """blocks: "default", (block_m, block_n), or (block_m, None): block_n left to the launcher."""
     blocks = case.get("blocks", "default")
     if blocks == "default":
         return {}
+    if blocks[1] is None:
+        return {"block_m": blocks[0]}
     return {"block_m": blocks[0], "block_n": blocks[1]}
 
 
@@ -108,7 +117,8 @@ def _knobs(case) -> dict:
 # Known mistakes, replayed in float64
 # ---------------------------------------------------------------------------------------------
 def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, rescale_l=True,
-                carry_max=True, mask_keys=True, inclusive=True, acc_dtype=None, mask_logit=None):
+                carry_max=True, mask_keys=True, inclusive=True, acc_dtype=None, mask_logit=None,
+                key_limit=None, diagonal_one_block=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -117,6 +127,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     acc_dtype ("float16", "bfloat16"): the running numerator is rounded to it after every block.
     mask_logit: the logit (natural units) a masked key gets instead of -inf, in the blocks its
     row's program visits: a finite "very negative" sentinel.
+    key_limit: with mask_keys, the keys below it are kept (N + 1: the mask `j <= N`).
+    diagonal_one_block: causal, the masked stage ran BLOCK_N keys from the row block's first
+    row instead of to its end (keys from there on dropped).
     """
     import torch
 
@@ -130,9 +143,11 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     cols = torch.arange(n_pad)[None, :]
     visible = torch.ones((n, n_pad), dtype=torch.bool)
     if mask_keys:
-        visible &= cols < n
+        visible &= cols < (n if key_limit is None else key_limit)
     if causal:
         visible &= (cols <= rows) if inclusive else (cols < rows)
+        if diagonal_one_block:
+            visible &= cols < (rows // block_m) * block_m + block_n
     s_all = s_all.masked_fill(~visible, -math.inf if mask_logit is None else mask_logit)
     row_end = (rows.squeeze(1) // block_m + 1) * block_m  # causal: last key a program visits
     m = torch.full((n,), -math.inf, dtype=torch.float64)
@@ -169,7 +184,7 @@ _SENTINELS = (-1e30, -1e20, -1e9, -1e4)
 def _block_candidates(impl, case, n, d, dtype, causal):
     """The (block_m, block_n) the implementation most likely used, then common defaults."""
     knobs = _knobs(case)
-    if knobs:
+    if "block_n" in knobs:
         return [(knobs["block_m"], knobs["block_n"])]
     out = []
     config = getattr(impl, "_config", None)
@@ -177,13 +192,17 @@ def _block_candidates(impl, case, n, d, dtype, causal):
         try:
             import torch
 
-            c = config({}, d, getattr(torch, dtype), causal, n)
+            c = config(dict(knobs), d, getattr(torch, dtype), causal, n)
             out.append((c["block_m"], c["block_n"]))
         except Exception:  # noqa: BLE001 - a learner's module may differ; fall back to guesses
             pass
     fit = max(16, 1 << max(n - 1, 0).bit_length())
     for bm, bn in ((128, 64), (128, 128), (64, 64), (64, 32), (128, 32), (32, 16), (16, 16)):
-        pair = (min(bm, fit), min(bn, bm, fit))
+        if "block_m" in knobs:  # block_m given, block_n the launcher's (at most block_m)
+            bm = knobs["block_m"]
+            pair = (bm, min(bn, bm, fit))
+        else:
+            pair = (min(bm, fit), min(bn, bm, fit))
         if pair not in out:
             out.append(pair)
     return out[:4]
@@ -281,6 +300,9 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         replay("keys past N unmasked: the last key block reaches past N; those keys load as 0, "
                "score 0 and add exp2(0 - m) to the denominator unless set to -inf",
                mask_keys=False),
+        replay("key mask off by one: key N (one past the last key, loaded as 0) was kept; keep "
+               "key j when j < N, not j <= N: it scores 0 and adds exp2(0 - m) to the "
+               "denominator", key_limit=n + 1),
         replay("causal mask excludes the diagonal: a row must see its own key (row >= key, not "
                "row > key); row 0 then has no key at all and becomes NaN", inclusive=False),
         # A 16-bit acc is rounded after every key block; on random inputs that stays inside the
@@ -306,6 +328,11 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     if causal:
         hints.append(formula("causal mask not applied: the output equals non-causal attention",
                              lambda: reference(q, k, v, causal=False, scale=scale_used)))
+        hints.append(replay("the causal diagonal stage stopped after BLOCK_N keys: it must run "
+                            "from the row block's first key to the end of the row block, "
+                            "hi2 = min((start_m + 1) * BLOCK_M, N), not start_m * BLOCK_M + "
+                            "BLOCK_N: later keys of the diagonal block were dropped",
+                            diagonal_one_block=True))
     else:
         hints.append(formula("causal mask applied to a non-causal call",
                              lambda: reference(q, k, v, causal=True, scale=scale_used)))
@@ -313,6 +340,11 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         hints.append(formula("the scale argument was ignored: the output equals the default "
                              "scale d ** -0.5",
                              lambda: reference(q, k, v, causal=causal, scale=d ** -0.5)))
+    elif n > 0:
+        hints.append(formula("default scale taken from the wrong dimension: the output equals "
+                             "softmax(Q K^T * N ** -0.5) V; the default is d ** -0.5, d = "
+                             "q.shape[-1] (the head dim), not the sequence length N",
+                             lambda: reference(q, k, v, causal=causal, scale=n ** -0.5)))
     if not generic:
         return hints
     hints.append(lambda got, expected, bad: (
@@ -362,6 +394,15 @@ def _compare_head(ctx, impl, case, got, q, k, v, *, causal, scale_given, name,
 # ---------------------------------------------------------------------------------------------
 _N_SET = (1, 2, 17, 64, 100, 257, 1000)
 _SECOND_CALL_MAX_N = 17  # forward.values: sequences this short call attention twice
+# forward.values on every device: block_m alone (the launcher's block_n must then be at most
+# block_m, or the causal call is refused); an int scale (the API takes int or float); N = 0
+# (an empty output of the right shape and dtype).
+_VALUES_EDGE_CASES = [
+    Case(n=100, d=32, dtype="float16", causal=True, scale="default", blocks=(32, None)),
+    Case(n=17, d=16, dtype="float32", causal=False, scale=1, blocks=(16, 16)),
+    Case(n=0, d=32, dtype="bfloat16", causal=True, scale="default", blocks="default"),
+    Case(n=0, d=16, dtype="float16", causal=False, scale=0.3, blocks=(16, 16)),
+]
 
 
 def _values_cases(device: str) -> list[Case]:
@@ -377,7 +418,7 @@ def _values_cases(device: str) -> list[Case]:
                   for c in (False, True) for b in ((16, 16), (64, 64), (128, 128))]
         cases += [Case(n=4096, d=d, dtype=dt, causal=c, scale="default", blocks="default")
                   for d in (64, 128) for dt in ("float16", "bfloat16") for c in (False, True)]
-        return cases
+        return cases + _VALUES_EDGE_CASES
     # Interpreter: every (d, dtype, causal) once, the lengths and scales spread over them; the
     # block sizes are chosen so each case has several key blocks but few loop steps.
     blocks_for = {1: (16, 16), 2: "default", 17: (16, 16), 64: (32, 16), 100: (32, 16),
@@ -392,8 +433,11 @@ def _values_cases(device: str) -> list[Case]:
                                   blocks=blocks_for[n]))
                 i += 1
     cases += [Case(n=1000, d=16, dtype="float16", causal=False, scale="default", blocks=(128, 128)),
-              Case(n=1000, d=32, dtype="bfloat16", causal=True, scale=0.3, blocks=(128, 64))]
-    return cases
+              Case(n=1000, d=32, dtype="bfloat16", causal=True, scale=0.3, blocks=(128, 64)),
+              # default blocks for a length between 16 and 64 that is not a power of two: the
+              # launcher shrinks them to the next power of two (a tile must be one), not to N
+              Case(n=33, d=16, dtype="float32", causal=True, scale="default", blocks="default")]
+    return cases + _VALUES_EDGE_CASES
 
 
 @register(W, "forward.values", tier="kernel", uses=("attention",), cases=_values_cases,
@@ -404,37 +448,80 @@ def forward_values(ctx, impl, case):
     # Under the interpreter the short sequences only (cheap) run a second call of the same
     # shape on fresh inputs: its output must be fresh memory (ctx.call fails one in the first
     # call's), and the first output must come through the second call unchanged.
+    from checks import launches
+
     calls = 2 if ctx.device == "cuda" or case.n <= _SECOND_CALL_MAX_N else 1
+    # Non-causal cases leave causal out: its default must be False.
+    mask = {"causal": True} if case.causal else {}
     outputs = []
     for i in range(calls):
         q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
-        out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **_knobs(case),
-                       expect_shape=(case.n, case.d), expect_dtype=case.dtype,
-                       expect_contiguous=True)
+        try:
+            with launches.recording() as launched:
+                out = ctx.call(impl.attention, q, k, v, **mask, scale=scale, **_knobs(case),
+                               expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                               expect_contiguous=True)
+        except CheckFailed as exc:
+            if not exc.hint and isinstance(exc.__cause__, (TypeError, ValueError)):
+                exc.hint = _valid_call_refused(case)
+            raise
         _interpreter_notes(ctx, case.dtype)
         _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
                       name="attention(q, k, v)" if i == 0 else
-                           "attention(q, k, v), a second call of the same shape")
+                           "attention(q, k, v), a second call of the same shape",
+                      first=[_empty_grid(launched)])
         outputs.append((out, out.clone()))
     for i, (out, saved) in enumerate(outputs[:-1]):
         if not torch.equal(out, saved):  # both NaN-free: each passed its comparison
             ctx.fail(f"the output of call {i + 1} changed during a later call of the same shape "
-                     f"(a buffer shared between calls)",
-                     hint="outputs must be freshly allocated on every call (no cached buffer)")
+                     f"(a buffer shared between calls)", hint=CACHED_BUFFER_HINT)
+
+
+def _valid_call_refused(case) -> str:
+    """forward.values' hint for a TypeError or ValueError raised by a valid call."""
+    if case.n == 0:
+        why = "N = 0 is valid: return an empty (0, d) output (no kernel to launch)"
+    elif isinstance(_resolve_scale(case), int):
+        why = "an int scale (scale=1) is valid: accept int and float scales (but not bool)"
+    elif case.get("blocks") == "default":
+        why = ("the default tile must suit every N: shrink the default block sizes to the next "
+               "power of two >= N (at least 16), not to N itself (a tile must be a power of two)")
+    elif case.blocks[1] is None:
+        why = ("block_m given alone is valid: the launcher picks block_n, at most block_m (a "
+               "causal call needs block_n <= block_m)")
+    else:
+        why = "the arguments are valid"
+    return f"a valid call was refused: {why}"
+
+
+def _empty_grid(launched):
+    """A diagnosis: a kernel was launched with a grid axis of 0 (so no program ran, and the
+    output holds whatever its fresh memory held)."""
+    def diagnose(got, expected, bad):
+        for launch in launched:
+            if launch.grid is not None and 0 in launch.grid:
+                return (f"{launch.name} was launched with the grid {launch.grid}: no program "
+                        f"ran, so the output was never written; a grid size must round up "
+                        f"(cdiv), e.g. key splits capped at cdiv(N, BLOCK_N), not N // BLOCK_N")
+        return None
+
+    return diagnose
 
 
 # ---------------------------------------------------------------------------------------------
 # forward.kv_splits: a row block's keys shared among several programs, then merged
 # ---------------------------------------------------------------------------------------------
 def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale=True,
-                    tail_in_every_split=False):
+                    tail_in_every_split=False, weight_exponent=1.0):
     """Split-KV in float64: each split's (m, l, acc) over its share of the keys, then merged.
 
     The shares follow the reference's plan: a row block's key blocks before its masked stage
     (causal: left of the row block; else: every full key block) are dealt out in consecutive
     runs of ceil(steps / splits) blocks; the last split also takes the masked stage (causal:
     the diagonal block; else: the ragged tail). rescale=False merges the splits' sums without
-    the weights exp(m_s - M); tail_in_every_split=True lets every split run the masked stage.
+    the weights exp(m_s - M); tail_in_every_split=True lets every split run the masked stage;
+    weight_exponent=log2(e): the weights are exp((m_s - M) * log2(e)), the merge's exp2 of
+    log2-unit maxima written as exp.
     """
     import torch
 
@@ -467,7 +554,8 @@ def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale
         num = torch.zeros_like(acc_s[0])
         den = torch.zeros_like(l_s[0])
         for m, l_part, acc in zip(m_s, l_s, acc_s, strict=True):
-            w = torch.exp(m - m_max) if rescale else torch.where(m.isfinite(), 1.0, 0.0)
+            w = (torch.exp((m - m_max) * weight_exponent) if rescale
+                 else torch.where(m.isfinite(), 1.0, 0.0))
             num += w[:, None] * acc
             den += w * l_part
         out[rows] = num / den[:, None]
@@ -506,9 +594,10 @@ def forward_kv_splits(ctx, impl, case):
         return
     q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     knobs = dict(_knobs(case), kv_splits=case.splits)
-    out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype,
-                   expect_contiguous=True)
+    with _split_launches(ctx, "attention", case):
+        out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
+                       expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                       expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     scale = case.d ** -0.5
     rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, scale))
@@ -516,6 +605,23 @@ def forward_kv_splits(ctx, impl, case):
     ctx.assert_close(out, expected, name=f"attention with kv_splits={case.splits}", rtol=rtol,
                      atol=atol, diagnose=_split_replays(impl, case, q, k, v, scale=scale,
                                                         rtol=rtol, atol=atol))
+
+
+@contextlib.contextmanager
+def _split_launches(ctx, label, case):
+    """Around a call with kv_splits > 1 on several key blocks: FAIL unless it launched at least
+    two kernels (the split one and the merge), whatever the output."""
+    from checks import launches
+
+    with launches.counting() as log:
+        yield
+    if len(log) < 2:
+        ctx.fail(f"{label} with kv_splits={case.splits} ({case.n} keys, blocks {case.blocks}) "
+                 f"launched {len(log)} kernel(s) {log}: a split run launches the split kernel "
+                 f"and then the kernel that merges the splits' states",
+                 hint=f"kv_splits ignored: kv_splits={case.splits} must give each row block "
+                      f"{case.splits} programs, each on a share of its keys, and a second kernel "
+                      f"must merge their states (acc, l, m)")
 
 
 def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
@@ -537,7 +643,10 @@ def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
                    rescale=False),
             replay("the masked stage (tail or diagonal block) ran in every split: only the last "
                    "split may take it, or its keys count more than once",
-                   tail_in_every_split=True)]
+                   tail_in_every_split=True),
+            replay("split weights computed with exp instead of exp2: the splits' maxima m_s are "
+                   "in log2 units, so each split weighs exp2(m_s - M), not exp(m_s - M)",
+                   weight_exponent=LOG2E)]
 
 
 def _kv_splits_heads(ctx, impl, case):
@@ -547,8 +656,9 @@ def _kv_splits_heads(ctx, impl, case):
     shape = (case.heads, case.n, case.d)
     q, k, v = (ctx.randn(shape, case.dtype) for _ in range(3))
     knobs = dict(_knobs(case), kv_splits=case.splits)
-    out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, **knobs,
-                   expect_shape=shape, expect_dtype=case.dtype, expect_contiguous=True)
+    with _split_launches(ctx, "attention_heads", case):
+        out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, **knobs,
+                       expect_shape=shape, expect_dtype=case.dtype, expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     scale = case.d ** -0.5
     alone = {}  # head -> its output from a call of that head alone (run once, if needed)
@@ -1013,22 +1123,30 @@ def forward_extreme(ctx, impl, case):
 # ---------------------------------------------------------------------------------------------
 # heads.values: attention_heads on (H, N, d) views with per-head strides
 # ---------------------------------------------------------------------------------------------
+# attention_heads on every device: an explicit scale, and H = 0 (an empty output).
+_HEADS_EDGE_CASES = [Case(h=2, n=24, d=16, dtype="float32", causal=True, layout="contiguous",
+                          scale=0.3),
+                     Case(h=0, n=24, d=32, dtype="float16", causal=False, layout="contiguous")]
+
+
 def _heads_cases(device: str) -> list[Case]:
     if device == "cuda":
         return [Case(h=h, n=n, d=d, dtype=dt, causal=c, layout=lay)
                 for h, n in ((3, 100), (16, 1000)) for d in (64, 128)
                 for dt in ("float16", "bfloat16") for c in (False, True)
-                for lay in ("contiguous", "nhd_view", "shared_kv", "mixed_heads")]
+                for lay in ("contiguous", "nhd_view", "shared_kv", "mixed_heads")
+                ] + _HEADS_EDGE_CASES
     return [Case(h=3, n=33, d=32, dtype="float16", causal=True, layout="nhd_view"),
             Case(h=2, n=40, d=16, dtype="bfloat16", causal=False, layout="contiguous"),
             Case(h=3, n=20, d=16, dtype="float32", causal=False, layout="shared_kv"),
-            Case(h=3, n=40, d=16, dtype="float16", causal=False, layout="mixed_heads")]
+            Case(h=3, n=40, d=16, dtype="float16", causal=False, layout="mixed_heads"),
+            *_HEADS_EDGE_CASES]
 
 
 @register(W, "heads.values", tier="kernel", uses=("attention_heads",), cases=_heads_cases,
           doc="attention_heads on (H, N, d): contiguous, as a view of an (N, H, d) tensor, "
               "with k and v shared by every head (expand(), head stride 0), and with three "
-              "different head strides")
+              "different head strides; an explicit scale; H = 0")
 def heads_values(ctx, impl, case):
     shape = (case.h, case.n, case.d)
     if case.layout == "contiguous":
@@ -1051,14 +1169,20 @@ def heads_values(ctx, impl, case):
         q, k, v = (ctx.randn((case.n, case.h, case.d), case.dtype).transpose(0, 1)
                    for _ in range(3))
     knobs = {"block_m": 16, "block_n": 16} if ctx.device != "cuda" else {}
-    out = ctx.call(impl.attention_heads, q, k, v, causal=case.causal, **knobs,
+    scale = _resolve_scale(case)
+    if scale is not None:
+        knobs["scale"] = scale
+    # Non-causal cases leave causal out: its default must be False.
+    mask = {"causal": True} if case.causal else {}
+    out = ctx.call(impl.attention_heads, q, k, v, **mask, **knobs,
                    expect_shape=shape, expect_dtype=case.dtype, expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     for h in range(case.h):
-        _compare_head(ctx, impl, Case(case, blocks=(16, 16) if knobs else "default"), out[h],
-                      q[h], k[h], v[h], causal=case.causal, scale_given=None,
+        _compare_head(ctx, impl, Case(case, blocks=(16, 16) if "block_m" in knobs else "default"),
+                      out[h], q[h], k[h], v[h], causal=case.causal, scale_given=scale,
                       name=f"attention_heads(...)[{h}]",
-                      extra=[_stride_replays(q, k, v, causal=case.causal, scale=case.d ** -0.5,
+                      extra=[_stride_replays(q, k, v, causal=case.causal,
+                                             scale=case.d ** -0.5 if scale is None else scale,
                                              dtype=case.dtype, head=h)])
 
 
@@ -1176,6 +1300,12 @@ def bad_calls(ctx, impl, case):
                      what="attention: d = 48 is not supported")
     ctx.expect_error(att, *(ctx.randn((8, 256), "float16") for _ in range(3)), mentions=["256"],
                      what="attention: d = 256 is not supported")
+    ctx.expect_error(att, *(ctx.randn((24, 8), "float16") for _ in range(3)), mentions=["8"],
+                     what="attention: d = 8 is not supported (a power of two, but below the "
+                          "smallest tl.dot tile, 16)")
+    # A meta tensor has no memory: a launch with it would read from nowhere.
+    ctx.expect_error(att, q, k.to("meta"), v, mentions=["k", "device"],
+                     what="attention: k on another device than q (meta)")
     ctx.expect_error(att, q, k.float(), v, mentions=["k", "dtype"],
                      what="attention: k float32, q float16")
     ctx.expect_error(att, q.to_sparse(), k, v, mentions=["q", "dense"], what="attention: sparse q")
@@ -1200,6 +1330,10 @@ def bad_calls(ctx, impl, case):
                      what="attention: scale given as a string")
     ctx.expect_error(att, q, k, v, scale=1e-300, mentions=["scale"],
                      what="attention: scale so small that scale * log2(e) is 0 in float32")
+    # Not 0 in float32, but subnormal: GPUs flush it to 0, and a masked score, -inf * 0, is NaN.
+    ctx.expect_error(att, q, k, v, scale=1e-39, mentions=["scale"],
+                     what="attention: scale=1e-39, subnormal in float32 once log2(e) is folded "
+                          "in")
     ctx.expect_error(att, q, k, v, scale=10 ** 400, mentions=["scale"],
                      what="attention: scale an int too large for a float")
     # A float32 number, but not once log2(e) is folded in: qk_scale would be inf, and every
@@ -1256,9 +1390,15 @@ def bad_calls(ctx, impl, case):
                      what="attention_heads: k with another number of heads")
     ctx.expect_error(heads, *h3, scale=float("nan"), mentions=["scale"],
                      what="attention_heads: scale=nan")
+    ctx.expect_error(heads, *h3, blockm=64, mentions=["blockm"],
+                     what="attention_heads: an unknown keyword argument")
+    ctx.expect_error(heads, *h3, block_m=100, mentions=["block_m"],
+                     what="attention_heads: block_m not a power of two")
     if ctx.device == "cuda":
         ctx.expect_error(att, q.cpu(), k.cpu(), v.cpu(), mentions=["cuda"],
                          what="attention: CPU tensors on a GPU run")
+        ctx.expect_error(att, q, k.cpu(), v, mentions=["k", "device"],
+                         what="attention: k on the CPU, q and v on the GPU")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1318,6 +1458,49 @@ def cuda_warp_specialized(ctx, impl, case):
                    expect_contiguous=True)
     _compare_head(ctx, impl, blocks, out, q, k, v, causal=case.causal, scale_given=None,
                   name=f"attention(..., warp_specialize=True) on {case.layout} q, k, v")
+
+
+# ---------------------------------------------------------------------------------------------
+# cuda tier: the grid's second axis (heads times key splits), at and past its limit
+# ---------------------------------------------------------------------------------------------
+_MAX_GRID_Y = 65535  # CUDA's limit on a grid's second (y) axis
+
+
+@register(W, "cuda.grid_limits", tier="cuda", uses=("attention_heads",),
+          cases=[Case(heads=_MAX_GRID_Y, n=1, d=16, dtype="float16")],
+          doc="65535 heads (a full grid axis) run and are right; 32768 heads x 2 key splits "
+              "(65536 programs on that axis) are refused before any launch")
+def cuda_grid_limits(ctx, impl, case):
+    """GPU only: under the interpreter 65535 programs would each run in Python for minutes."""
+    ctx.require_cuda()
+    shape = (case.heads, case.n, case.d)
+    q, k, v = (ctx.randn(shape, case.dtype) for _ in range(3))
+    try:
+        out = ctx.call(impl.attention_heads, q, k, v, expect_shape=shape,
+                       expect_dtype=case.dtype, expect_contiguous=True)
+    except CheckFailed as exc:
+        if not exc.hint and isinstance(exc.__cause__, (TypeError, ValueError)):
+            exc.hint = (f"grid limit off by one: a CUDA grid's second axis takes up to "
+                        f"{_MAX_GRID_Y} programs, that many included; refuse heads * kv_splits "
+                        f"> {_MAX_GRID_Y}, not >=")
+        raise
+    # N = 1: each row sees its own key alone (weight exactly 1), so the output is v.
+    rtol, atol = tolerance(case.dtype, v, 1.0)
+    ctx.assert_close(out, v.double().cpu(), name=f"attention_heads on {case.heads} heads of N = 1",
+                     rtol=rtol, atol=atol)
+    del out, q, k, v
+    wide = ctx.randn((32768, 17, 16), "float16")  # 17 keys: two key blocks of 16, so 2 splits
+    try:
+        ctx.expect_error(impl.attention_heads, wide, wide, wide, kv_splits=2, block_m=16,
+                         block_n=16, mentions=["kv_splits"],
+                         what=f"attention_heads: 32768 heads x 2 key splits, past the "
+                              f"{_MAX_GRID_Y} programs of a CUDA grid's second axis")
+    except CheckFailed as exc:
+        if "does not mention" not in exc.message:  # not refused, or refused too late
+            exc.hint = (f"heads * kv_splits unchecked: (head, split) pairs run along the grid's "
+                        f"second axis, so refuse heads * kv_splits > {_MAX_GRID_Y} (after "
+                        f"capping the splits), before launching")
+        raise
 
 
 # ---------------------------------------------------------------------------------------------

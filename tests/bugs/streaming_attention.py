@@ -117,3 +117,126 @@ BUGS += [
         replace="rows = split.to(tl.int64) * (tl.num_programs(0) * BLOCK_M) + offs_m",
         check="forward.kv_splits", hint="each split's workspace rows must be its own"),
 ]
+
+BUGS += [
+    # causal defaults to True: every call that leaves causal out gets the causal mask.
+    Bug("attention_default_causal_true",
+        find="def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,",
+        replace="def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True,",
+        check="forward.values", hint="causal mask applied to a non-causal call"),
+    # The same default in attention_heads.
+    Bug("heads_default_causal_true",
+        find="def attention_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, "
+             "*, causal: bool = False,",
+        replace="def attention_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, "
+                "*, causal: bool = True,",
+        check="heads.values", hint="causal mask applied to a non-causal call"),
+    # block_m given alone keeps the default block_n (64): a causal call with block_m=32 is
+    # refused (block_n > block_m) instead of running with block_n = 32.
+    Bug("block_n_not_capped_by_block_m",
+        find='    if "block_n" not in explicit and isinstance(config["block_m"], int):\n'
+             '        config["block_n"] = min(config["block_n"], config["block_m"])\n',
+        replace="", check="forward.values", hint="block_m given alone is valid"),
+    # kv_splits dropped: every call runs unsplit (right values, no split at all).
+    Bug("kv_splits_ignored", find='    splits = config.get("kv_splits")\n',
+        replace="    splits = None\n", check="forward.kv_splits", hint="kv_splits ignored"),
+    # attention_heads drops its knobs unchecked: a misspelt or invalid knob runs the defaults.
+    Bug("heads_knobs_ignored",
+        find="    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[1], q.shape[0])",
+        replace="    config = _config({}, q.shape[-1], q.dtype, causal, q.shape[1], q.shape[0])",
+        check="bad_calls", hint="refuse bad calls"),
+    # attention_heads ignores its scale argument (always d ** -0.5).
+    Bug("heads_scale_ignored", find="    return _launch(q, k, v, causal, scale, config)\n",
+        replace="    return _launch(q, k, v, causal, q.shape[-1] ** -0.5, config)\n",
+        check="heads.values", hint="the scale argument was ignored"),
+    # Any power of two up to 128 taken as a head dim: d = 8 reaches tl.dot below its 16.
+    Bug("head_dim_power_of_two_only", find="    if q.shape[-1] not in HEAD_DIMS:\n",
+        replace="    if q.shape[-1] & (q.shape[-1] - 1) or q.shape[-1] > 128:\n",
+        check="bad_calls", hint="refuse bad calls"),
+    # k and v never compared with q's device: a k elsewhere reaches the launch.
+    Bug("kv_device_unchecked",
+        find="        if t.device != q.device:\n            raise ValueError",
+        replace="        if False:\n            raise ValueError", check="bad_calls",
+        hint="refuse bad calls"),
+    # A scale whose float32 qk_scale is subnormal accepted (GPUs flush it to 0: -inf * 0 = NaN).
+    Bug("scale_subnormal_accepted", find="    if scale * _LOG2E < _FLOAT32_TINY:\n",
+        replace="    if scale * _LOG2E < 2.0 ** -149:  # the smallest float32\n",
+        check="bad_calls", hint="refuse bad calls"),
+    # An int scale (scale=1) refused: the API takes int or float.
+    Bug("scale_int_refused",
+        find="    if isinstance(scale, bool) or not isinstance(scale, (int, float)):",
+        replace="    if not isinstance(scale, float):", check="forward.values",
+        hint="an int scale (scale=1) is valid"),
+    # Default blocks shrunk to N itself: N = 33 asks for a 33-row tile (not a power of two).
+    Bug("fit_not_power_of_two", find="    fit = max(16, next_power_of_2(n_ctx))\n",
+        replace="    fit = max(16, n_ctx)\n", check="forward.values",
+        hint="the default tile must suit every N"),
+    # The merge of the key splits weighs them with exp of log2-unit maxima.
+    Bug("combine_exp_not_exp2",
+        find="weight = tl.math.exp2(tl.load(m_part_ptr + rows, mask=ok, other=0.0) - m_max)",
+        replace="weight = tl.exp(tl.load(m_part_ptr + rows, mask=ok, other=0.0) - m_max)",
+        check="forward.kv_splits", hint="split weights computed with exp instead of exp2"),
+    # Key mask j <= N: key N (loaded as 0) scores 0 and joins every non-causal row.
+    Bug("key_mask_off_by_one", find="keep = offs_n[None, :] < n_ctx",
+        replace="keep = offs_n[None, :] <= n_ctx", check="forward.values",
+        hint="key mask off by one"),
+    # The causal diagonal stage runs one key block: with BLOCK_N < BLOCK_M the row block's later
+    # keys are never visited.
+    Bug("diagonal_stage_one_key_block",
+        find="        hi2 = tl.minimum((start_m + 1) * BLOCK_M, n_ctx)\n",
+        replace="        hi2 = tl.minimum(start_m * BLOCK_M + BLOCK_N, n_ctx)\n",
+        check="forward.values", hint="the causal diagonal stage stopped after BLOCK_N keys"),
+    # attention_heads' default scale from q.shape[1] (N) instead of q.shape[-1] (d).
+    Bug("heads_default_scale_uses_n",
+        find="    scale = _check_scale(scale, q.shape[-1])\n"
+             "    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[1], q.shape[0])",
+        replace="    scale = _check_scale(scale, q.shape[1])\n"
+                "    config = _config(knobs, q.shape[-1], q.dtype, causal, q.shape[1], q.shape[0])",
+        check="heads.values", hint="default scale taken from the wrong dimension"),
+    # Key splits capped at N // BLOCK_N (rounded down): 0 for N < BLOCK_N, an empty grid.
+    Bug("split_cap_floor", find="    splits = min(splits, cdiv(n_ctx, block_n))",
+        replace="    splits = min(splits, n_ctx // block_n)", check="forward.values",
+        hint="no program ran"),
+    # alpha inverted, exp2(m_new - m_i): inf on the first block (m_i = -inf), so NaN.
+    Bug("alpha_inverted", find="alpha = tl.math.exp2(m_i - m_new)",
+        replace="alpha = tl.math.exp2(m_new - m_i)", check="forward.values",
+        hint="NaN in the output"),
+    # The scale folded into the caller's q in place.
+    Bug("q_scaled_in_place",
+        find="    return _launch(q[None], k[None], v[None], causal, scale, config)[0]",
+        replace="    q.mul_(scale)  # fold the scale into q\n"
+                "    return _launch(q[None], k[None], v[None], causal, 1.0, config)[0]",
+        check="forward.values", hint="inputs must never be written"),
+    # The output store's row mask off by one (rows <= N): row N is written past the end.
+    Bug("store_mask_off_by_one",
+        find="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)",
+        replace="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] <= n_ctx)",
+        check="forward.values", hint="tail not masked"),
+    # v's tail block loaded without a mask (k's is masked): rows past N are read.
+    Bug("v_tail_unmasked",
+        find="            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs,\n"
+             "                        mask=offs_n[:, None] < n_ctx, other=0.0)",
+        replace="            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs)",
+        check="forward.values", hint="tail not masked"),
+    # The last split's share not clamped to the unmasked stage: it runs unmasked into the tail.
+    Bug("split_last_hi1_unclamped",
+        find="        hi1 = tl.minimum((split + 1) * per_split, steps) * BLOCK_N\n",
+        replace="        hi1 = (split + 1) * per_split * BLOCK_N\n", check="forward.kv_splits",
+        hint="tail not masked"),
+    # attention's default scale 1.0 instead of d ** -0.5 (a call without scale).
+    Bug("attention_default_scale_one",
+        find="              scale: float | None = None, **knobs) -> torch.Tensor:\n"
+             '    """softmax(q @ k.T',
+        replace="              scale: float | None = 1.0, **knobs) -> torch.Tensor:\n"
+                '    """softmax(q @ k.T',
+        check="forward.strided", hint="scale not applied"),
+    # GPU only (the grid's second axis): 65535 heads refused (>= instead of >).
+    Bug("heads_limit_off_by_one", find="    if heads > _MAX_GRID_Y:  #",
+        replace="    if heads >= _MAX_GRID_Y:  #", check="cuda.grid_limits",
+        hint="grid limit off by one", gpu_only=True),
+    # GPU only: heads * kv_splits past the grid's second axis launched (under the interpreter
+    # the 65536 programs would run for minutes).
+    Bug("heads_times_splits_unchecked", find="    if heads * splits > _MAX_GRID_Y:\n",
+        replace="    if False:\n", check="cuda.grid_limits",
+        hint="heads * kv_splits unchecked", gpu_only=True),
+]
