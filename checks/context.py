@@ -235,10 +235,16 @@ class CheckContext:
     def track_allocations(self):
         """Yield a list that receives (shape, dtype) of every tensor a torch op creates inside
         the block (a TorchDispatchMode sees factory calls such as torch.empty as well as the
-        results of computations). On a GPU, the list's `peak_bytes` attribute is also set to the
-        peak device memory allocated above the start of the block."""
+        results of computations), except those made while a kernel launch runs: Triton's own
+        (the interpreter copies every tensor argument to host memory and back). On a GPU, the
+        list's `peak_bytes` attribute is also set to the peak device memory allocated above the
+        start of the block."""
         torch = self.torch
         from torch.utils._python_dispatch import TorchDispatchMode
+
+        from checks import launches
+
+        launches.install()
 
         class Log(list):
             peak_bytes: int | None = None
@@ -248,6 +254,8 @@ class CheckContext:
         class Recorder(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
+                if launches.inside_launch():
+                    return out
                 for t in (out if isinstance(out, (tuple, list)) else (out,)):
                     if isinstance(t, torch.Tensor):
                         log.append((tuple(t.shape), t.dtype))

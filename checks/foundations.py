@@ -25,14 +25,16 @@ def _add_cases(device: str) -> list[Case]:
 
 
 @register(W, "add.values", tier="kernel", uses=("add",), cases=_add_cases,
-          doc="x + y against float64 (1-D and 2-D, and empty), tails owned by the last program")
+          doc="x + y against float64 (1-D and 2-D, and empty), tails owned by the last program; "
+              "block reaches the kernel as BLOCK")
 def add_values(ctx, impl, case):
     shape = case.get("shape", (case.get("n"),))
     x = ctx.randn(shape, case.dtype)
     y = ctx.randn(shape, case.dtype)
     try:
-        out = ctx.call(impl.add, x, y, block=case.block, expect_shape=x.shape,
-                       expect_dtype=case.dtype)
+        with _recording() as launched:
+            out = ctx.call(impl.add, x, y, block=case.block, expect_shape=x.shape,
+                           expect_dtype=case.dtype)
     except CheckFailed as exc:
         if x.numel() == 0 and "returned one of its inputs" not in exc.message:
             exc.hint = EMPTY_HINT
@@ -41,6 +43,45 @@ def add_values(ctx, impl, case):
     ctx.assert_close(out, expected, name=f"add(x, y) of shape {tuple(shape)}",
                      diagnose=[_first_rows_only(x), _grid_too_small(case.block),
                                _first_block_only(case.block)])
+    # Right values do not show that block reached the kernel (any BLOCK adds correctly).
+    _knobs_ignored(launched, "add(x, y)", dict(block=case.block))
+
+
+# Each knob and the kernel argument it sets. num_warps and num_stages are launch options every
+# kernel takes; a kernel without one of the other names is not compared (yours may name it
+# differently).
+_KNOB_ARGUMENTS = {"block": "BLOCK", "num_warps": "num_warps"}
+_LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+def _recording():
+    from checks import launches
+
+    return launches.recording()
+
+
+def _knobs_ignored(launched, call: str, knobs: dict) -> None:
+    """FAIL if a kernel the call launched ran with another value than a knob the call passed
+    (the values stay right, so only the launch record shows that the knob did nothing)."""
+    for knob, wanted in knobs.items():
+        argument = _KNOB_ARGUMENTS.get(knob)
+        if argument is None or wanted is None:
+            continue
+        for launch in launched:
+            if argument in launch.arguments:
+                got = launch.arguments[argument]
+            elif argument in _LAUNCH_OPTIONS:
+                got = None  # not passed: Triton's default
+            else:
+                continue
+            if got != wanted:
+                shown = f"{argument}={got!r}" if got is not None else \
+                    f"{argument} left to Triton's default"
+                raise CheckFailed(
+                    f"{call} with {knob}={wanted!r} launched {launch.name} with {shown}",
+                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                         f"with {shown}; pass the caller's {knob} to the launch (a default "
+                         "applies only when it is left out)")
 
 
 EMPTY_HINT = ("zero-size input: return the freshly allocated empty output before launching "
@@ -125,8 +166,12 @@ def _softmax_cases(device: str) -> list[Case]:
         # (1, 65536): the widest row allowed, one block of exactly _MAX_ROW_BLOCK lanes
         shapes = [(1, 1), (3, 5), (8, 17), (4, 1000), (2, 1024), (3, 4097), (1, 65536)]
     # zero-size: no rows, and rows of no columns (a fresh empty output, nothing launched)
-    return ([Case(shape=s, dtype=d) for s in shapes for d in DTYPES]
-            + [Case(shape=s, dtype="float32") for s in ((0, 5), (5, 0))])
+    cases = ([Case(shape=s, dtype=d) for s in shapes for d in DTYPES]
+             + [Case(shape=s, dtype="float32") for s in ((0, 5), (5, 0))])
+    # num_warps given, other than the default for the width (1 for 17 columns, 4 for 1000)
+    cases += [Case(shape=(8, 17), dtype="float32", num_warps=2),
+              Case(shape=(4, 1000), dtype="float16", num_warps=1)]
+    return cases
 
 
 def _softmax64(x):
@@ -207,12 +252,14 @@ def _softmax_diagnoses(width: int, x=None):
 
 
 @register(W, "row_softmax.values", tier="kernel", uses=("row_softmax",), cases=_softmax_cases,
-          doc="row softmax against float64, ragged widths, all dtypes")
+          doc="row softmax against float64, ragged widths, all dtypes; num_warps reaches the launch")
 def row_softmax_values(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
+    knobs = {"num_warps": case.num_warps} if case.get("num_warps") else {}
     try:
-        out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype,
-                       expect_contiguous=True)
+        with _recording() as launched:
+            out = ctx.call(impl.row_softmax, x, expect_shape=case.shape,
+                           expect_dtype=case.dtype, expect_contiguous=True, **knobs)
     except CheckFailed as exc:
         if case.shape[1] == 65536 and "ValueError" in exc.message:
             exc.hint = ("width limit off by one: a row of exactly 65536 columns fills the "
@@ -223,6 +270,7 @@ def row_softmax_values(ctx, impl, case):
         raise
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)",
                      diagnose=_softmax_diagnoses(case.shape[1], x))
+    _knobs_ignored(launched, "row_softmax(x)", knobs)
 
 
 @register(W, "row_softmax.extreme", tier="kernel", uses=("row_softmax",),

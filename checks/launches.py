@@ -3,7 +3,9 @@
 Every `kernel[grid](...)` launch, compiled or interpreted, autotuned or not, goes through
 `triton.runtime.jit.KernelInterface.__getitem__`. We wrap it once so that every launch made
 inside a `counting()` block is recorded with the kernel's name, and every launch made inside a
-`recording()` block with its name, grid and plain arguments (see `Launch`).
+`recording()` block with its name, grid and plain arguments (see `Launch`). While a launch
+runs, `inside_launch()` is true on its thread: what Triton itself allocates then (the
+interpreter's host copies of every tensor argument) is not the implementation's allocation.
 """
 
 from __future__ import annotations
@@ -78,12 +80,28 @@ def _install() -> None:
             records = getattr(_state, "records", None)
             if records is not None:
                 records.append(_launch(self, grid, args, kwargs))
-            return launch(*args, **kwargs)
+            _state.depth = getattr(_state, "depth", 0) + 1
+            try:
+                return launch(*args, **kwargs)
+            finally:
+                _state.depth -= 1
 
         return run
 
     KernelInterface.__getitem__ = counted_getitem
     _installed = True
+
+
+def install() -> None:
+    """Wrap the launch now (idempotent; a no-op before anything imported Triton), so that
+    `inside_launch()` works without a `counting()` or `recording()` block open."""
+    _install()
+
+
+def inside_launch() -> bool:
+    """True while a kernel launch (`kernel[grid](...)`) runs on this thread: Triton's own work,
+    such as the interpreter copying each tensor argument to host memory and back."""
+    return getattr(_state, "depth", 0) > 0
 
 
 @contextlib.contextmanager

@@ -233,9 +233,12 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         rtol = default.rtol
     if atol is None:
         atol = _atol(y, dy, dim, expected)
+    from checks import launches
+
     try:
-        out = ctx.call(impl.softmax_backward, y, dy, dim, expect_shape=y.shape,
-                       expect_dtype=y.dtype, expect_contiguous=True, **knobs)
+        with launches.recording() as launched:
+            out = ctx.call(impl.softmax_backward, y, dy, dim, expect_shape=y.shape,
+                           expect_dtype=y.dtype, expect_contiguous=True, **knobs)
     except CheckFailed as exc:
         # Name a stride mix-up only where it would leave the tensor's memory as the
         # interpreter saw: dy read with y's strides (a load), dx written with y's (a store).
@@ -255,7 +258,42 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
                      name=name or f"softmax_backward(y, dy, dim={dim})",
                      diagnose=_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda",
                                          extra=extra))
+    # Every tile shape gives the same dx: only the launch record shows a knob that did nothing.
+    _knobs_ignored(launched, dim, knobs)
     return out
+
+
+# Each knob and the kernel argument it sets. num_warps is a launch option every kernel takes
+# (absent: Triton's default); a kernel without BLOCK_M or BLOCK_N is not compared (yours may
+# name them differently).
+_KNOB_ARGUMENTS = {"block_m": "BLOCK_M", "block_n": "BLOCK_N", "num_warps": "num_warps"}
+_LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+def _knobs_ignored(launched, dim, knobs: dict) -> None:
+    """FAIL if a kernel softmax_backward launched ran with another value than a knob the call
+    passed (the values stay right, so only the launch shows that the knob did nothing)."""
+    for knob, wanted in knobs.items():
+        argument = _KNOB_ARGUMENTS.get(knob)
+        if argument is None or wanted is None:
+            continue
+        for launch in launched:
+            if argument in launch.arguments:
+                got = launch.arguments[argument]
+            elif argument in _LAUNCH_OPTIONS:
+                got = None  # not passed: Triton's default
+            else:
+                continue
+            if got != wanted:
+                shown = f"{argument}={got!r}" if got is not None else \
+                    f"{argument} left to Triton's default"
+                raise CheckFailed(
+                    f"softmax_backward(y, dy, dim={dim}, **{knobs}) launched {launch.name} "
+                    f"with {shown}",
+                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                         f"with {shown}; the caller's knobs win on every path (the rows and "
+                         "the column-tile path alike): a default applies only to a knob left "
+                         "out (None)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +369,8 @@ def vjp_formula_dense_jacobian(ctx, impl, case):
 def _values_cases(device: str) -> list[Case]:
     shapes = [(1, 1), (3, 5), (4, 17), (2, 1024), (3, 1000), (2, 4097)]
     knobbed = [((3, 1000), dict(block_n=128)), ((2, 3000), dict(block_n=1024)),
-               ((5, 33), dict(block_m=4, block_n=16)),
+               # every knob given, none of them its default for the shape (8, 64 and 1 warp)
+               ((5, 33), dict(block_m=4, block_n=16, num_warps=2)),
                # rows longer than one tile but at most two (block_n < n <= 2 * block_n): the
                # looped path, on rows and on the column-tile path (a transposed layout)
                ((3, 200), dict(block_n=128)), ((40, 50), dict(block_n=32, layout="transposed"))]
@@ -346,7 +385,8 @@ def _values_cases(device: str) -> list[Case]:
 
 
 @register(W, "backward.values", tier="kernel", uses=USES, cases=_values_cases,
-          doc="contiguous rows, ragged widths, all dtypes, both the one-pass and looped paths")
+          doc="contiguous rows, ragged widths, all dtypes, both the one-pass and looped paths; "
+              "block_m, block_n and num_warps reach the launch")
 def backward_values(ctx, impl, case):
     knobs = {k: case[k] for k in ("block_m", "block_n", "num_warps") if k in case}
     layout = case.get("layout", "contiguous")

@@ -297,6 +297,48 @@ def _call(ctx, impl, x, dim, **knobs):
         raise
 
 
+def _recording():
+    from checks import launches
+
+    return launches.recording()
+
+
+# Each knob and the kernel argument it sets. The exchange plans clamp block_i to the rows
+# there are, so it is compared only without them. num_warps and num_stages are launch options
+# every kernel takes (absent: Triton's default); a kernel without BLOCK_R or BLOCK_I is not
+# compared (yours may name them differently).
+_KNOB_ARGUMENTS = {"block_r": "BLOCK_R", "block_i": "BLOCK_I", "num_warps": "num_warps",
+                   "num_stages": "num_stages"}
+_LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+def _knobs_ignored(launched, dim, knobs: dict) -> None:
+    """FAIL if a kernel softmax launched ran with another value than a knob the call passed:
+    every block size computes the same softmax, so only the launch record shows a knob that
+    did nothing."""
+    for knob, wanted in knobs.items():
+        argument = _KNOB_ARGUMENTS.get(knob)
+        if argument is None or wanted is None:
+            continue
+        if knob == "block_i" and (knobs.get("exchange") or knobs.get("smem")):
+            continue
+        for launch in launched:
+            if argument in launch.arguments:
+                got = launch.arguments[argument]
+            elif argument in _LAUNCH_OPTIONS:
+                got = None  # not passed: Triton's default
+            else:
+                continue
+            if got != wanted:
+                shown = f"{argument}={got!r}" if got is not None else \
+                    f"{argument} left to Triton's default"
+                raise CheckFailed(
+                    f"softmax(x, dim={dim}, **{knobs}) launched {launch.name} with {shown}",
+                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                         f"with {shown}; the plan keeps every knob the caller gives and "
+                         "chooses only those left out (None), and the launch passes them on")
+
+
 def _compare(ctx, x, dim, out, extra=()):
     """out against the float64 softmax of x; `extra` diagnoses go before the usual ones."""
     name = (f"softmax(x, dim={dim}) of x {tuple(x.shape)} with strides {tuple(x.stride())}, "
@@ -404,7 +446,8 @@ def _path_ran(log) -> str:
 
 @register(W, "forward.paths", tier="kernel", uses=SOFTMAX, cases=_path_cases,
           doc="both paths forced on every layout (one block, two passes, split slices, explicit "
-              "knobs): right values, and the forced path's kernels are the ones launched")
+              "knobs): right values, the forced path's kernels are the ones launched and the knobs "
+              "reach them")
 def forward_paths(ctx, impl, case):
     x = make_view(ctx, case.layout, case.shape, case.dtype)
     extra = []
@@ -425,7 +468,7 @@ def forward_paths(ctx, impl, case):
         # whole blocks per slice: ceil(ceil(n_r / splits) / block_r) * block_r
         per_split = math.ceil(math.ceil(n_r / case.splits) / case.block_r) * case.block_r
         extra.append(_split_stats_16bit(x, case.dim, per_split))
-    with ctx.count_launches() as log:
+    with ctx.count_launches() as log, _recording() as launched:
         try:
             out = _call(ctx, impl, x, case.dim, **knobs)
         except CheckFailed as exc:
@@ -450,6 +493,8 @@ def forward_paths(ctx, impl, case):
                       f"{' then '.join(expected)} (the plan and the launch both follow the "
                       "knob); the launcher may choose the path (and the splits) itself only when "
                       "the knob is left out (None)")
+    # Likewise block_r, block_i, num_warps and num_stages: any of them computes the same softmax.
+    _knobs_ignored(launched, case.dim, knobs)
 
 
 def _rows_of(t, dim: int):
@@ -621,8 +666,10 @@ def forward_extreme(ctx, impl, case):
     base = base.to(dtype)
     x = base if case.layout == "contiguous" else base.t().contiguous().t()
     knobs = {k: case[k] for k in ("block_r", "splits") if case.get(k) is not None}
-    out = _call(ctx, impl, x, dim, **knobs)
+    with _recording() as launched:
+        out = _call(ctx, impl, x, dim, **knobs)
     _compare(ctx, x, dim, out)
+    _knobs_ignored(launched, dim, knobs)
 
 
 @register(W, "forward.fresh_output", tier="kernel", uses=SOFTMAX,
@@ -850,16 +897,16 @@ def cuda_graph(ctx, impl, case):
                                    "the captured kernel must read x where it lives"])
 
 
-@register(W, "cuda.no_input_copy", tier="cuda", uses=SOFTMAX,
-          cases=[Case(layout=lay, dtype="float16")
-                 for lay in ("transposed", "stepped", "broadcast_rows", "sliced")],
-          doc="reads the view in place: the only full-size allocation is the output")
-def cuda_no_input_copy(ctx, impl, case):
-    ctx.require_cuda()
+_COPY_LAYOUTS = ("transposed", "stepped", "broadcast_rows", "sliced")
+
+
+def _no_input_copy(ctx, impl, x) -> None:
+    """softmax(x) allocates one tensor of x's size, its output: a view read in place."""
     from checks.context import call_learner
 
-    x = make_view(ctx, case.layout, (1024, 2048), case.dtype)
     _call(ctx, impl, x, -1)  # compile, and the usual contract, outside the measured call
+    # (Under the interpreter, the host copies Triton makes of every tensor a kernel takes are
+    # made inside the launch, which track_allocations leaves out.)
     with ctx.track_allocations() as log:
         out = call_learner(impl.softmax, x, -1, label="softmax")
     big = [s for s, _ in log if math.prod(s) >= x.numel()]
@@ -869,6 +916,22 @@ def cuda_no_input_copy(ctx, impl, case):
                  hint="the input was copied (.contiguous(), .clone(), a reshape that copies): "
                       "pass x's strides to the kernel and read the view in place")
     _compare(ctx, x, -1, out)
+
+
+@register(W, "forward.no_input_copy", tier="kernel", uses=SOFTMAX,
+          cases=[Case(layout=lay, dtype="float16") for lay in _COPY_LAYOUTS],
+          doc="reads the view in place (transposed, stepped, broadcast, sliced): the only "
+              "allocation of x's size is the output")
+def forward_no_input_copy(ctx, impl, case):
+    _no_input_copy(ctx, impl, make_view(ctx, case.layout, (64, 128), case.dtype))
+
+
+@register(W, "cuda.no_input_copy", tier="cuda", uses=SOFTMAX,
+          cases=[Case(layout=lay, dtype="float16") for lay in _COPY_LAYOUTS],
+          doc="reads the view in place: the only full-size allocation is the output")
+def cuda_no_input_copy(ctx, impl, case):
+    ctx.require_cuda()
+    _no_input_copy(ctx, impl, make_view(ctx, case.layout, (1024, 2048), case.dtype))
 
 
 @register(W, "cuda.int64_offsets", tier="cuda", uses=SOFTMAX,

@@ -94,4 +94,15 @@ BUGS += [
         find="row = tl.program_id(0).to(tl.int64)  # one program per row",
         replace="row = tl.program_id(0)  # one program per row",
         check="cuda.int64_offsets", hint="offsets overflowed 32 bits", gpu_only=True),
+    # Knobs that change nothing the values show, seen in the launch record: add's block
+    # replaced by a fixed 1024...
+    Bug("add_block_ignored",
+        find="    grid = (triton.cdiv(n, block),)\n    add_kernel[grid](x, y, out, n, BLOCK=block)",
+        replace="    grid = (triton.cdiv(n, 1024),)\n    add_kernel[grid](x, y, out, n, BLOCK=1024)",
+        check="add.values", hint="knob ignored: block=128"),
+    # ...and row_softmax's num_warps overridden by the width heuristic.
+    Bug("softmax_num_warps_ignored",
+        find="warps = num_warps or min(max(block_n // 256, 1), 16)",
+        replace="warps = min(max(block_n // 256, 1), 16)", check="row_softmax.values",
+        hint="knob ignored: num_warps="),
 ]

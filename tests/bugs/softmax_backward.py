@@ -91,4 +91,18 @@ BUGS += [
         replace='            mask = row_mask & (cols[None, :] < n_cols)\n'
                 '            y = _load_f32(y_rows, c, stride_yn, mask, "evict_last")',
         check="backward.values", hint="tail not masked"),
+    # Knobs that change nothing the values show, seen in the launch record: block_m always the
+    # heuristic's on the row path...
+    Bug("block_m_ignored",
+        find="bm = block_m or max(1, min(_ROW_TILE // bn, 64, triton.next_power_of_2(n_rows)))",
+        replace="bm = max(1, min(_ROW_TILE // bn, 64, triton.next_power_of_2(n_rows)))",
+        check="backward.values", hint="knob ignored: block_m=4"),
+    # ...num_warps always the heuristic's...
+    Bug("num_warps_ignored", find="warps = num_warps or min(max((bm * bn) // 512, 1), 16)",
+        replace="warps = min(max((bm * bn) // 512, 1), 16)", check="backward.values",
+        hint="knob ignored: num_warps=2"),
+    # ...and block_n ignored on the column-tile path (a transposed layout).
+    Bug("block_n_ignored_columns", find="bn = block_n or (width if bm * width <= 4096",
+        replace="bn = (width if bm * width <= 4096", check="backward.values",
+        hint="knob ignored: block_n=32"),
 ]

@@ -131,4 +131,35 @@ BUGS += [
     Bug("split_rows_not_whole_blocks",
         find="rows_per_split = cdiv(cdiv(n_r, splits), block_r) * block_r",
         replace="rows_per_split = cdiv(n_r, splits)", check="forward.paths", hint="normalizer"),
+    # Knobs that change nothing the values show, seen in the launch record: num_stages never
+    # passed to the launch...
+    Bug("num_stages_ignored",
+        find='stages = {} if p.num_stages is None else {"num_stages": p.num_stages}',
+        replace="stages = {}", check="forward.paths", hint="knob ignored: num_stages="),
+    # ...a fixed num_warps at the unsplit launch...
+    Bug("num_warps_ignored", find="ONE_BLOCK=p.one_block, num_warps=p.num_warps,",
+        replace="ONE_BLOCK=p.one_block, num_warps=4,", check="forward.paths",
+        hint="knob ignored: num_warps="),
+    # ...path B's block_i always chosen by the plan...
+    Bug("block_i_ignored_path_b",
+        find="        if block_i is None:\n            if short and block_r is None:",
+        replace="        if True:\n            if short and block_r is None:",
+        check="forward.paths", hint="knob ignored: block_i=2"),
+    # ...and path A's block_r always the whole row (or the wide-row chunk).
+    Bug("block_r_ignored_path_a",
+        find="            if block_r is None:\n"
+             "                block_r = max(_pow2(n_r), 2) if n_r <= _MAX_ONE_BLOCK",
+        replace="            if True:\n"
+                "                block_r = max(_pow2(n_r), 2) if n_r <= _MAX_ONE_BLOCK",
+        check="forward.paths", hint="knob ignored: block_r=16"),
+    # The input copied before the launch (values right, memory and bandwidth doubled): every
+    # view made contiguous...
+    Bug("input_copied", find="    p = plan(x, dim,",
+        replace="    x = x.contiguous()\n    p = plan(x, dim,", check="forward.no_input_copy",
+        hint="the input was copied"),
+    # ...or only a broadcast one materialised, once the argument is known to be a tensor.
+    Bug("broadcast_materialised", find="    p = plan(x, dim,",
+        replace="    if isinstance(x, torch.Tensor) and 0 in x.stride():\n"
+                "        x = x.contiguous()\n    p = plan(x, dim,",
+        check="forward.no_input_copy", hint="the input was copied"),
 ]
