@@ -310,6 +310,9 @@ def _merge_cases(device: str) -> list[Case]:
               # only s strided, m contiguous: each must be read with its own strides
               Case(rows=5, chunks=33, layout="contiguous", s_layout="every_other_column"),
               Case(rows=6, chunks=10, layout="contiguous", s_layout="transposed"),
+              # rows of states with a spare column between them: a lane read past the last
+              # chunk finds a state there, on a GPU as under the interpreter
+              Case(rows=4, chunks=9, layout="padded_rows"),
               # every chunk maximum near -1000 (7 chunks: a merge block has padded lanes)
               Case(rows=3, chunks=7, layout="contiguous", shift=-1000.0)]
     return cases
@@ -323,6 +326,36 @@ HINT_MERGE_PAD = ("padded merge lanes loaded with m = 0 (or a finite stand-in fo
                   "n_chunks adds s * exp(m - m_row) = 0 * exp(0 - m_row) = 0 * inf = NaN (or "
                   "becomes the maximum); load padded lanes with m = -inf and s = 0 so they add "
                   "exactly 0")
+
+
+HINT_MERGE_OUTSIDE = ("merge_stats read outside the (M, C) buffers: mask the chunk lanes "
+                      "(c < n_chunks) and step between rows with the row strides; stepping rows "
+                      "with the column stride reads another row's statistics")
+
+
+def _lane_past_the_row(m_in, m64):
+    """Diagnosis for a GPU, where nothing stops a load past a row's last state (the
+    interpreter's bounds check names it there): are the merged maxima those of each row's C
+    states plus the one stored after them (chunk lane C, a mask of c <= n_chunks)?"""
+
+    def diagnose(got, expected, bad):
+        torch = __import__("torch")
+        rows, chunks = m64.shape
+        storage = m_in.detach()
+        cells = storage.untyped_storage().nbytes() // storage.element_size()
+        flat = torch.as_strided(storage, (cells,), (1,), 0).cpu().double()
+        row_stride, chunk_stride = storage.stride()
+        past = [storage.storage_offset() + r * row_stride + chunks * chunk_stride
+                for r in range(rows)]
+        seen = [r for r in range(rows) if 0 <= past[r] < cells]
+        if not seen:
+            return None
+        with_lane = [max(float(m64[r].max()), float(flat[past[r]])) for r in seen]
+        got_rows = [float(got[r]) for r in seen]
+        differs = any(w != float(m64[r].max()) for w, r in zip(with_lane, seen))
+        return HINT_MERGE_OUTSIDE if differs and got_rows == with_lane else None
+
+    return diagnose
 
 
 def _merge_pad_probe(ctx, impl, *, nan_only: bool):
@@ -384,11 +417,9 @@ def stats_merge(ctx, impl, case):
     except CheckFailed as exc:
         if "out-of-bounds" not in exc.message:
             raise
-        raise CheckFailed(exc.message, hint=strides_mixed() or (
-            "merge_stats read outside the (M, C) buffers: mask the chunk lanes (c < n_chunks) "
-            "and step between rows with the row strides; stepping rows with the column stride "
-            "reads another row's statistics")) from exc
-    diagnose = ([strides_mixed, _merge_pad_probe(ctx, impl, nan_only=False)]
+        raise CheckFailed(exc.message, hint=strides_mixed() or HINT_MERGE_OUTSIDE) from exc
+    diagnose = ([strides_mixed, _lane_past_the_row(m_in, m32.double()),
+                 _merge_pad_probe(ctx, impl, nan_only=False)]
                 + _merge_diagnoses(m32.double(), s32.double()))
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
@@ -404,11 +435,22 @@ def _layout(torch, t, layout: str):
         return wide
     if layout == "transposed":
         return t.t().contiguous()
+    if layout == "padded_rows":
+        # One spare column after each row's C states, holding a state larger than any real
+        # one (m = 50, s = 1): a merge that reads lane c = n_chunks takes it as the maximum.
+        wide = torch.ones((t.shape[0], t.shape[1] + 1), dtype=t.dtype)
+        wide[:, -1] = 50.0
+        wide[:, :-1] = t
+        return wide
     return t
 
 
 def _layout_view(t, layout: str):
-    return t[:, ::2] if layout == "every_other_column" else t.t()
+    if layout == "every_other_column":
+        return t[:, ::2]
+    if layout == "padded_rows":
+        return t[:, :-1]
+    return t.t()
 
 
 def _merge_diagnoses(m64, s64):
