@@ -24,6 +24,15 @@
 #
 # Checks and planted bugs run one process per workshop, side by side: they are correctness
 # runs, so sharing the GPU changes nothing but the wall time. Benchmarks run alone.
+#
+# The bug zoo has outgrown one command: with 205 planted bugs (the twenty-sixth session) each
+# mutant compiles its own kernels in a fresh process, which is CPU-bound. Six workshops side
+# by side at BUGZOO_JOBS=3 (18 processes on the H200 machine's 16 cores) finished only online
+# normalization within 545 s: foundations 21 of 25 bugs, softmax backward 14 of 22, split
+# softmax 24 of 26, fused GEMM 7 of 29, strided softmax 4 of 32 (its mutants ran into the
+# 300-s limit per bug, benchmarks/evidence.py: BUG_TIMEOUT_S). Run the zoo as several
+# commands of WORKSHOPS: strided_softmax alone, streaming_attention alone, the rest in two.
+# The checks of all six GPU workshops took 152 s (CHECK_SHARDS=3) in the same session.
 set -euo pipefail
 out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
 tag=${2:-$(date +%Y%m%d)}
