@@ -366,10 +366,13 @@ def bad_calls(ctx, impl, case):
     ctx.expect_error(impl.add, x, x.half(), mentions=["y"], what="add: dtype mismatch")
     ctx.expect_error(impl.add, x, [1, 2], mentions=["y"], what="add: y not a tensor")
     ctx.expect_error(impl.add, x.int(), x.int(), mentions=["x"], what="add: integer dtype")
-    float64 = ("the kernels take float16, bfloat16 or float32 (statistics in float32): refuse "
-               "float64 with a TypeError or ValueError naming x's dtype")
-    _refuses(ctx, float64, impl.add, x.double(), x.double(), mentions=["x", "dtype"],
-             what="add: float64")
+    float64 = ("float64 computed in float32 and returned as float64 claims precision it does "
+               "not have: compute it in float64, or refuse float64 with a TypeError or "
+               "ValueError naming x's dtype (the reference's kernels take float16, bfloat16 "
+               "and float32)")
+    xd = x.double()
+    _refused_or_right(ctx, float64, impl.add, xd, xd, expected=xd.cpu() + xd.cpu(), rtol=1e-15,
+                      mentions=["x", "dtype"], what="add: float64")
     ctx.expect_error(impl.add, x, x, block=100, mentions=["block"], what="add: block not 2^k")
     ctx.expect_error(impl.row_softmax, ctx.randn((8,)), mentions=["2-D"], what="row_softmax: 1-D")
     ctx.expect_error(impl.row_softmax, ctx.randn((2, 3, 4)), mentions=["2-D"],
@@ -378,12 +381,15 @@ def bad_calls(ctx, impl, case):
                      mentions=["x"], what="row_softmax: integer dtype")
     ctx.expect_error(impl.row_softmax, x.t(), mentions=["contiguous"],
                      what="row_softmax: non-contiguous")
-    _refuses(ctx, float64, impl.row_softmax, x.double(), mentions=["x", "dtype"],
-             what="row_softmax: float64")
-    # one block holds a whole row: 65536 lanes at most (workshop 5 splits wider rows)
-    _refuses(ctx, "rows wider than 65536 columns do not fit one block: refuse them with a "
-             "ValueError that names the limit, 65536", impl.row_softmax, ctx.randn((1, 65537)),
-             mentions=["65536"], what="row_softmax: 65537 columns")
+    _refused_or_right(ctx, float64, impl.row_softmax, xd, expected=xd.cpu().softmax(-1),
+                      rtol=1e-12, mentions=["x", "dtype"], what="row_softmax: float64")
+    # One block holds a whole row: the reference stops at 65536 lanes (workshop 5 splits wider
+    # rows). A launcher that handles wider rows correctly is just as good.
+    wide = ctx.randn((1, 65537))
+    _refused_or_right(ctx, "rows wider than 65536 columns do not fit one block: refuse them "
+                      "with a ValueError that names the limit, 65536 (or compute them right)",
+                      impl.row_softmax, wide, expected=wide.double().cpu().softmax(-1),
+                      rtol=None, mentions=["65536"], what="row_softmax: 65537 columns")
     warps = ("num_warps must be a power of two from 1 to 32 (Triton lays a program's threads "
              "out in powers of two): refuse any other value with a ValueError naming num_warps")
     # 0 included: `if num_warps:` would skip the check and quietly use the default
@@ -403,6 +409,23 @@ def bad_calls(ctx, impl, case):
         ctx.expect_error(impl.add, x.cpu(), x.cpu(), mentions=["cuda"],
                          what="add: CPU tensors on a GPU run")
         ctx.expect_error(impl.add, x, x.cpu(), mentions=["y"], what="add: y on another device")
+
+
+def _refused_or_right(ctx, hint, fn, *args, expected, rtol, mentions, what):
+    """A call past what the reference supports: a clear refusal (ctx.expect_error) passes, and so
+    does a right answer; an accepted call with a wrong answer fails with `hint`. `rtol` None:
+    the output dtype's own tolerance."""
+    try:
+        ctx.expect_error(fn, *args, mentions=mentions, what=what)
+        return
+    except CheckFailed as exc:
+        if "no error was raised" not in exc.message:
+            raise
+    out = ctx.call(fn, *args, expect_shape=tuple(expected.shape), expect_dtype=args[0].dtype,
+                   name=f"{what} (accepted, so it must be right)")
+    tolerance = {} if rtol is None else {"rtol": rtol, "atol": 0.0}
+    ctx.assert_close(out, expected, name=f"{what} (accepted, so it must be right)",
+                     diagnose=[lambda g, e, bad: hint], **tolerance)
 
 
 def _refuses(ctx, hint, fn, *args, **kwargs):

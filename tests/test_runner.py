@@ -53,7 +53,7 @@ def _fake(tmp_path, body: str):
             if not isinstance(x, torch.Tensor) or x.dim() != 2:
                 raise ValueError(f"x must be 2-D, got {{getattr(x, 'shape', x)}}")
             if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
-                raise TypeError("x must be float")
+                raise TypeError(f"x must be float16, bfloat16 or float32, got dtype {{x.dtype}}")
             if x.layout != torch.strided:
                 raise TypeError("x must be a dense tensor")
             if x.is_neg():
