@@ -6,6 +6,7 @@ and sizes smaller than one block; interpreter runs use smaller tables than GPU r
 
 from __future__ import annotations
 
+from checks import launches
 from checks.compare import ratio_constant_per_row
 from checks.core import Case, CheckFailed, Unavailable, register
 
@@ -32,7 +33,7 @@ def add_values(ctx, impl, case):
     x = ctx.randn(shape, case.dtype)
     y = ctx.randn(shape, case.dtype)
     try:
-        with _recording() as launched:
+        with launches.recording() as launched:
             out = ctx.call(impl.add, x, y, block=case.block, expect_shape=x.shape,
                            expect_dtype=case.dtype)
     except CheckFailed as exc:
@@ -51,37 +52,19 @@ def add_values(ctx, impl, case):
 # kernel takes; a kernel without one of the other names is not compared (yours may name it
 # differently).
 _KNOB_ARGUMENTS = {"block": "BLOCK", "num_warps": "num_warps"}
-_LAUNCH_OPTIONS = ("num_warps", "num_stages")
-
-
-def _recording():
-    from checks import launches
-
-    return launches.recording()
 
 
 def _knobs_ignored(launched, call: str, knobs: dict) -> None:
     """FAIL if a kernel the call launched ran with another value than a knob the call passed
     (the values stay right, so only the launch record shows that the knob did nothing)."""
-    for knob, wanted in knobs.items():
-        argument = _KNOB_ARGUMENTS.get(knob)
-        if argument is None or wanted is None:
-            continue
-        for launch in launched:
-            if argument in launch.arguments:
-                got = launch.arguments[argument]
-            elif argument in _LAUNCH_OPTIONS:
-                got = None  # not passed: Triton's default
-            else:
-                continue
-            if got != wanted:
-                shown = f"{argument}={got!r}" if got is not None else \
-                    f"{argument} left to Triton's default"
-                raise CheckFailed(
-                    f"{call} with {knob}={wanted!r} launched {launch.name} with {shown}",
-                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
-                         f"with {shown}; pass the caller's {knob} to the launch (a default "
-                         "applies only when it is left out)")
+    ignored = launches.ignored_knob(launched, knobs, _KNOB_ARGUMENTS, ("num_warps", "num_stages"))
+    if ignored:
+        knob, wanted, launch, shown = ignored
+        raise CheckFailed(
+            f"{call} with {knob}={wanted!r} launched {launch.name} with {shown}",
+            hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                 f"with {shown}; pass the caller's {knob} to the launch (a default "
+                 "applies only when it is left out)")
 
 
 EMPTY_HINT = ("zero-size input: return the freshly allocated empty output before launching "
@@ -257,7 +240,7 @@ def row_softmax_values(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
     knobs = {"num_warps": case.num_warps} if case.get("num_warps") else {}
     try:
-        with _recording() as launched:
+        with launches.recording() as launched:
             out = ctx.call(impl.row_softmax, x, expect_shape=case.shape,
                            expect_dtype=case.dtype, expect_contiguous=True, **knobs)
     except CheckFailed as exc:

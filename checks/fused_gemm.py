@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 
+from checks import launches
 from checks.core import Case, CheckFailed, register
 
 W = "fused_gemm"
@@ -498,29 +499,19 @@ _KNOB_ARGUMENTS = dict(block_m="BLOCK_M", block_n="BLOCK_N", block_k="BLOCK_K",
                        tma_store="TMA_STORE")
 
 
-def _recording():
-    from checks import launches
-
-    return launches.recording()
-
-
 def _knobs_ignored(launched, knobs, label="gemm_bias_relu") -> None:
     """FAIL if a kernel the call launched received another value for a knob the call gave
     (right values, but the knob did nothing: e.g. GROUP_M=4 for group_m=8, or default_config's
     block_k instead of the caller's). Kernels without the argument's name are not compared."""
-    for knob, wanted in knobs.items():
-        argument = _KNOB_ARGUMENTS.get(knob)
-        if argument is None or wanted is None:
-            continue
-        for launch in launched:
-            got = launch.arguments.get(argument, wanted)
-            if got != wanted:
-                raise CheckFailed(
-                    f"{label}({', '.join(f'{k}={v!r}' for k, v in knobs.items())}) launched "
-                    f"{launch.name} with {argument}={got!r}",
-                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
-                         f"with {argument}={got!r}; pass the caller's knobs to the launch "
-                         "(default_config fills in only those left at None)")
+    ignored = launches.ignored_knob(launched, knobs, _KNOB_ARGUMENTS)
+    if ignored:
+        knob, wanted, launch, shown = ignored
+        raise CheckFailed(
+            f"{label}({', '.join(f'{k}={v!r}' for k, v in knobs.items())}) launched "
+            f"{launch.name} with {shown}",
+            hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                 f"with {shown}; pass the caller's knobs to the launch "
+                 "(default_config fills in only those left at None)")
 
 
 @register(W, "forward.k_tail", tier="kernel", uses=("gemm_bias_relu",), cases=_k_tail_cases,
@@ -537,7 +528,7 @@ def forward_k_tail(ctx, impl, case):
     knobs = dict(block_k=case.block_k)
     if case.persistent is not None:
         knobs["persistent"] = case.persistent
-    with _recording() as launched:
+    with launches.recording() as launched:
         out = _run(ctx, impl, a, b, None, False, **knobs)
 
     def k_tail(got, expected, bad):
@@ -630,7 +621,7 @@ def knobs_group_m(ctx, impl, case):
         knobs = dict(block_m=bm, block_n=bn, block_k=bk, group_m=g)
         # New memory is NaN during the call: a tile never computed is wrong as a whole tile,
         # never right by the luck of what the allocator held.
-        with _recording() as launched, _uninitialized_memory_filled():
+        with launches.recording() as launched, _uninitialized_memory_filled():
             out = _run(ctx, impl, a, b, bias, True, **knobs)
         outs.append(out)
         _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu(group_m={g})", tile=(bm, bn))
@@ -678,7 +669,7 @@ def knobs_blocks(ctx, impl, case):
         a = ctx.randn((m, k), case.dtype)
         b = ctx.randn((k, n), case.dtype)
         bias = _bias(ctx, n, True)
-        with _recording() as launched:
+        with launches.recording() as launched:
             out = _run(ctx, impl, a, b, bias, True, **knobs)
         _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu({knobs})",
                  tile=(knobs["block_m"], knobs["block_n"]))
@@ -776,7 +767,7 @@ def _persistent_inputs(ctx, case, **knobs):
 def persistent_tma(ctx, impl, case):
     extra = {} if case.tma_store is None else dict(tma_store=case.tma_store)
     a, b, bias, knobs = _persistent_inputs(ctx, case, **extra)
-    with _recording() as launched:
+    with launches.recording() as launched:
         out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
     _compare(ctx, out, a, b, bias, case.relu)
     _knobs_ignored(launched, knobs)
@@ -856,7 +847,7 @@ def persistent_stream_k(ctx, impl, case):
     a, b, bias, knobs = _persistent_inputs(ctx, case, stream_k=True)
     if case.get("blocks"):
         knobs.update(zip(("block_m", "block_n", "block_k"), case.blocks, strict=True))
-    with _recording() as launched:
+    with launches.recording() as launched:
         out = _run_persistent(ctx, impl, a, b, bias, case.relu, knobs)
     try:
         _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")

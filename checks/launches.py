@@ -58,7 +58,9 @@ def _launch(kernel, grid, args, kwargs) -> Launch:
     return Launch(_kernel_name(kernel), shown, arguments)
 
 
-def _install() -> None:
+def install() -> None:
+    """Wrap the launch (idempotent; a no-op before anything imported Triton). `counting()` and
+    `recording()` call it; `inside_launch()` needs it called first."""
     global _installed
     if _installed:
         return
@@ -92,12 +94,6 @@ def _install() -> None:
     _installed = True
 
 
-def install() -> None:
-    """Wrap the launch now (idempotent; a no-op before anything imported Triton), so that
-    `inside_launch()` works without a `counting()` or `recording()` block open."""
-    _install()
-
-
 def inside_launch() -> bool:
     """True while a kernel launch (`kernel[grid](...)`) runs on this thread: Triton's own work,
     such as the interpreter copying each tensor argument to host memory and back."""
@@ -107,7 +103,7 @@ def inside_launch() -> bool:
 @contextlib.contextmanager
 def counting():
     """Yield a list that receives the name of every kernel launched inside the block."""
-    _install()
+    install()
     previous = getattr(_state, "log", None)
     log: list[str] = []
     _state.log = log
@@ -123,7 +119,7 @@ def counting():
 def recording():
     """Yield a list that receives a `Launch` (name, grid, plain arguments by name) for every
     kernel launched inside the block. Nests like `counting()`, and both can be open at once."""
-    _install()
+    install()
     previous = getattr(_state, "records", None)
     records: list[Launch] = []
     _state.records = records
@@ -133,3 +129,30 @@ def recording():
         _state.records = previous
         if previous is not None:
             previous.extend(records)
+
+
+def ignored_knob(launched: list[Launch], knobs: dict, arguments: dict,
+                 launch_options: tuple = ()) -> tuple | None:
+    """The first knob of a call that a launch did not receive, as (knob, wanted, launch, shown),
+    or None. Right values cannot show a knob that did nothing (every block size computes the
+    same result); the launch record can.
+
+    arguments: each knob's kernel argument (block_m -> BLOCK_M). A kernel without that argument
+    is not compared (a learner's kernel may name it differently), except for the names in
+    launch_options (num_warps, num_stages: every launch takes them, and one left out ran with
+    Triton's default). Knobs given as None are the callee's to choose."""
+    for knob, wanted in knobs.items():
+        argument = arguments.get(knob)
+        if argument is None or wanted is None:
+            continue
+        for launch in launched:
+            if argument in launch.arguments:
+                got = launch.arguments[argument]
+                shown = f"{argument}={got!r}"
+            elif argument in launch_options:
+                got, shown = None, f"{argument} left to Triton's default"
+            else:
+                continue
+            if got != wanted:
+                return knob, wanted, launch, shown
+    return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from checks import launches
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "softmax_backward"
@@ -233,8 +234,6 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         rtol = default.rtol
     if atol is None:
         atol = _atol(y, dy, dim, expected)
-    from checks import launches
-
     try:
         with launches.recording() as launched:
             out = ctx.call(impl.softmax_backward, y, dy, dim, expect_shape=y.shape,
@@ -267,33 +266,20 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
 # (absent: Triton's default); a kernel without BLOCK_M or BLOCK_N is not compared (yours may
 # name them differently).
 _KNOB_ARGUMENTS = {"block_m": "BLOCK_M", "block_n": "BLOCK_N", "num_warps": "num_warps"}
-_LAUNCH_OPTIONS = ("num_warps", "num_stages")
 
 
 def _knobs_ignored(launched, dim, knobs: dict) -> None:
     """FAIL if a kernel softmax_backward launched ran with another value than a knob the call
     passed (the values stay right, so only the launch shows that the knob did nothing)."""
-    for knob, wanted in knobs.items():
-        argument = _KNOB_ARGUMENTS.get(knob)
-        if argument is None or wanted is None:
-            continue
-        for launch in launched:
-            if argument in launch.arguments:
-                got = launch.arguments[argument]
-            elif argument in _LAUNCH_OPTIONS:
-                got = None  # not passed: Triton's default
-            else:
-                continue
-            if got != wanted:
-                shown = f"{argument}={got!r}" if got is not None else \
-                    f"{argument} left to Triton's default"
-                raise CheckFailed(
-                    f"softmax_backward(y, dy, dim={dim}, **{knobs}) launched {launch.name} "
-                    f"with {shown}",
-                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
-                         f"with {shown}; the caller's knobs win on every path (the rows and "
-                         "the column-tile path alike): a default applies only to a knob left "
-                         "out (None)")
+    ignored = launches.ignored_knob(launched, knobs, _KNOB_ARGUMENTS, ("num_warps", "num_stages"))
+    if ignored:
+        knob, wanted, launch, shown = ignored
+        raise CheckFailed(
+            f"softmax_backward(y, dy, dim={dim}, **{knobs}) launched {launch.name} with {shown}",
+            hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                 f"with {shown}; the caller's knobs win on every path (the rows and "
+                 "the column-tile path alike): a default applies only to a knob left "
+                 "out (None)")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from checks import launches
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "strided_softmax"
@@ -297,46 +298,29 @@ def _call(ctx, impl, x, dim, **knobs):
         raise
 
 
-def _recording():
-    from checks import launches
-
-    return launches.recording()
-
-
 # Each knob and the kernel argument it sets. The exchange plans clamp block_i to the rows
 # there are, so it is compared only without them. num_warps and num_stages are launch options
 # every kernel takes (absent: Triton's default); a kernel without BLOCK_R or BLOCK_I is not
 # compared (yours may name them differently).
 _KNOB_ARGUMENTS = {"block_r": "BLOCK_R", "block_i": "BLOCK_I", "num_warps": "num_warps",
                    "num_stages": "num_stages"}
-_LAUNCH_OPTIONS = ("num_warps", "num_stages")
 
 
 def _knobs_ignored(launched, dim, knobs: dict) -> None:
     """FAIL if a kernel softmax launched ran with another value than a knob the call passed:
     every block size computes the same softmax, so only the launch record shows a knob that
     did nothing."""
-    for knob, wanted in knobs.items():
-        argument = _KNOB_ARGUMENTS.get(knob)
-        if argument is None or wanted is None:
-            continue
-        if knob == "block_i" and (knobs.get("exchange") or knobs.get("smem")):
-            continue
-        for launch in launched:
-            if argument in launch.arguments:
-                got = launch.arguments[argument]
-            elif argument in _LAUNCH_OPTIONS:
-                got = None  # not passed: Triton's default
-            else:
-                continue
-            if got != wanted:
-                shown = f"{argument}={got!r}" if got is not None else \
-                    f"{argument} left to Triton's default"
-                raise CheckFailed(
-                    f"softmax(x, dim={dim}, **{knobs}) launched {launch.name} with {shown}",
-                    hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
-                         f"with {shown}; the plan keeps every knob the caller gives and "
-                         "chooses only those left out (None), and the launch passes them on")
+    compared = {k: v for k, v in knobs.items()
+                if not (k == "block_i" and (knobs.get("exchange") or knobs.get("smem")))}
+    ignored = launches.ignored_knob(launched, compared, _KNOB_ARGUMENTS,
+                                    ("num_warps", "num_stages"))
+    if ignored:
+        knob, wanted, launch, shown = ignored
+        raise CheckFailed(
+            f"softmax(x, dim={dim}, **{knobs}) launched {launch.name} with {shown}",
+            hint=f"knob ignored: {knob}={wanted!r} was asked for, but {launch.name} ran "
+                 f"with {shown}; the plan keeps every knob the caller gives and "
+                 "chooses only those left out (None), and the launch passes them on")
 
 
 def _compare(ctx, x, dim, out, extra=()):
@@ -468,7 +452,7 @@ def forward_paths(ctx, impl, case):
         # whole blocks per slice: ceil(ceil(n_r / splits) / block_r) * block_r
         per_split = math.ceil(math.ceil(n_r / case.splits) / case.block_r) * case.block_r
         extra.append(_split_stats_16bit(x, case.dim, per_split))
-    with ctx.count_launches() as log, _recording() as launched:
+    with ctx.count_launches() as log, launches.recording() as launched:
         try:
             out = _call(ctx, impl, x, case.dim, **knobs)
         except CheckFailed as exc:
@@ -666,7 +650,7 @@ def forward_extreme(ctx, impl, case):
     base = base.to(dtype)
     x = base if case.layout == "contiguous" else base.t().contiguous().t()
     knobs = {k: case[k] for k in ("block_r", "splits") if case.get(k) is not None}
-    with _recording() as launched:
+    with launches.recording() as launched:
         out = _call(ctx, impl, x, dim, **knobs)
     _compare(ctx, x, dim, out)
     _knobs_ignored(launched, dim, knobs)
