@@ -8,7 +8,8 @@ bugzoo: every planted bug of tests/bugs/<id>.py (on a GPU; under the interpreter
 against the mutant: on a GPU in a fresh process per bug (a
 bug that corrupts GPU memory cannot poison the next one), under the interpreter in this process.
 Caught = that check FAILs with a hint containing the bug's hint (the rule of
-tests/test_bug_zoo.py).
+tests/test_bug_zoo.py). The run stops at the first such FAIL (`--stop-at-hint`): later cases
+cannot change the verdict, and on a GPU each of them compiles the mutant's kernels afresh.
 
 badcalls: the checks that call `ctx.expect_error` run against the references with a counter
 around `expect_error`, so the report can say how many bad calls each check tries and how many
@@ -103,9 +104,9 @@ def _try_bug(workshop, bug, device, plant) -> dict:
             row["message"] = f"could not plant: {exc}"
             return row
         if device == "cuda":
-            results, error = _run_fresh_process(workshop, mutant, bug.check, device, Path(tmp))
+            results, error = _run_fresh_process(workshop, mutant, bug, device, Path(tmp))
         else:
-            results, error = _run_here(workshop, mutant, bug.check, device)
+            results, error = _run_here(workshop, mutant, bug, device)
     if error:
         row["message"] = error
         return row
@@ -120,15 +121,16 @@ def _try_bug(workshop, bug, device, plant) -> dict:
     return row
 
 
-def _run_here(workshop, mutant, check, device):
+def _run_here(workshop, mutant, bug, device):
     """Under the interpreter: in this process (out-of-bounds accesses raise cleanly there)."""
     from checks import runner
 
-    the_run = runner.run([workshop], impl=str(mutant), device=device, seed=SEED, only=check)
+    the_run = runner.run([workshop], impl=str(mutant), device=device, seed=SEED, only=bug.check,
+                         stop_at_hint=bug.hint)
     return [r.to_json() for r in the_run.results], ""
 
 
-def _run_fresh_process(workshop, mutant, check, device, tmp):
+def _run_fresh_process(workshop, mutant, bug, device, tmp):
     """On a GPU: a fresh process per mutant, so a bug that faults cannot poison the next run."""
     out = tmp / "run.json"
     env = dict(os.environ)
@@ -136,7 +138,8 @@ def _run_fresh_process(workshop, mutant, check, device, tmp):
     try:
         done = subprocess.run(
             [sys.executable, "-m", "checks", "run", workshop, "--impl", str(mutant),
-             "--device", device, "--only", check, "--seed", str(SEED), "--json", str(out)],
+             "--device", device, "--only", bug.check, "--stop-at-hint", bug.hint,
+             "--seed", str(SEED), "--json", str(out)],
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=BUG_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return [], f"the check run did not finish within {BUG_TIMEOUT_S} s"

@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--seed", type=int, help="random seed (default: fresh, printed)")
     p_run.add_argument("--timeout", type=float, help="seconds per check and case")
     p_run.add_argument("--only", metavar="TEXT", help="only checks whose id contains TEXT")
+    p_run.add_argument("--stop-at-hint", metavar="TEXT", help="stop at the first FAIL whose hint "
+                       "contains TEXT (the bug zoo: one such FAIL is the answer)")
     p_run.add_argument("-v", "--verbose", action="store_true", help="show details of PASS rows too")
     p_run.add_argument("--shard", metavar="I/N", help="run every N-th (check, case) from the I-th "
                        "on (0 <= I < N); give all N shards the same --seed, then `merge`")
@@ -114,7 +116,7 @@ def _run(args) -> int:
     try:
         the_run = runner.run(args.workshops, impl=args.impl, device=args.device, seed=args.seed,
                              timeout=args.timeout, only=args.only, progress=progress,
-                             shard=args.shard_pair)
+                             shard=args.shard_pair, stop_at_hint=args.stop_at_hint)
     except (DeviceError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -53,14 +53,17 @@ def default_timeout() -> float:
 def run(workshops: list[str] | None = None, impl: str = "kernels", device: str = "auto",
         seed: int | None = None, timeout: float | None = None, only: str | None = None,
         progress: Callable[[Result], None] | None = None,
-        shard: tuple[int, int] | None = None) -> Run:
+        shard: tuple[int, int] | None = None, stop_at_hint: str | None = None) -> Run:
     """Run the checks of `workshops` (all by default) against implementation `impl`.
 
     `device` is resolved first (auto/cuda/interpreter), before any kernel module is imported.
     `only` keeps the checks whose id contains that text. `shard=(i, n)` runs every n-th
     (check, case) pair from the i-th on, so that n processes given the same seed split one run
     between them (a case's inputs depend on the seed and its own name only); `Run.order` keeps
-    each result's place in the whole run, for `merge`.
+    each result's place in the whole run, for `merge`. `stop_at_hint` ends the run at the first
+    FAIL whose hint contains that text: the bug zoo asks only whether one such FAIL exists, and
+    the cases after it cannot change that answer (they only cost compile time, most of a mutant's
+    run on a GPU). The header then says `stopped_at_hint`.
     """
     from checks import device as devices
 
@@ -102,6 +105,9 @@ def run(workshops: list[str] | None = None, impl: str = "kernels", device: str =
                 the_run.results.append(result)
                 if progress:
                     progress(result)
+                if stop_at_hint and result.outcome == FAIL and stop_at_hint in (result.hint or ""):
+                    the_run.header["stopped_at_hint"] = stop_at_hint
+                    return the_run
     return the_run
 
 

@@ -39,7 +39,8 @@ def _all_bugs(gpu_only: bool):
 def test_planted_bug_is_caught_with_its_hint(workshop, bug, tmp_path):
     mutant = plant(workshop, bug, tmp_path / "impl")
     out = tmp_path / "run.json"
-    only = [] if FULL else ["--only", bug.check]
+    # One FAIL with the hint is the verdict: the run stops there (cases after it only cost time).
+    only = [] if FULL else ["--only", bug.check, "--stop-at-hint", bug.hint]
     done = run_checks("run", workshop, "--impl", str(mutant), "--device", "interpreter",
                       "--json", str(out), *only)
     assert "Traceback" not in done.stderr, done.stderr[-2000:]

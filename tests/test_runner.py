@@ -338,3 +338,31 @@ def test_shards_of_a_run_merge_into_the_whole_run(tmp_path):
     assert done.returncode == 2 and "shards" in done.stderr
     assert not (tmp_path / "bad.json").exists()
     assert run_checks(*common[:-2], "--shard", "0/2").returncode == 2  # no --seed: refused
+
+
+def test_stop_at_hint_ends_the_run_at_the_first_fail_that_carries_it(tmp_path):
+    """The bug zoo's shortcut: the rows before the stop are the full run's rows, the last one is
+    the first FAIL with the hint, and a hint nobody gives runs everything."""
+    from tests.bugs import foundations, plant
+
+    bug = next(b for b in foundations.BUGS if b.name == "softmax_tail_other_zero")
+    mutant = plant("foundations", bug, tmp_path / "impl")
+    common = ("run", "foundations", "--impl", str(mutant), "--device", "interpreter",
+              "--seed", "7", "--only", bug.check)
+
+    def rows(*extra):
+        out = tmp_path / f"run{len(extra)}{extra[-1] if extra else ''}.json".replace(" ", "_")
+        done = run_checks(*common, *extra, "--json", str(out))
+        assert "Traceback" not in done.stderr, done.stderr[-2000:]
+        data = load_json(out)
+        return done.returncode, data["header"], [(r["case"], r["outcome"], r["hint"])
+                                                 for r in data["results"]]
+
+    code, _, whole = rows()
+    hinted = [i for i, r in enumerate(whole) if r[1] == "FAIL" and bug.hint in r[2]]
+    assert code == 1 and hinted and hinted[0] < len(whole) - 1, whole  # the stop saves cases
+    code, header, stopped = rows("--stop-at-hint", bug.hint)
+    assert code == 1 and header["stopped_at_hint"] == bug.hint
+    assert stopped == whole[:hinted[0] + 1]
+    code, header, unmatched = rows("--stop-at-hint", "a hint no check gives")
+    assert code == 1 and "stopped_at_hint" not in header and unmatched == whole
