@@ -48,9 +48,9 @@ def main(command: str, workshops: list[str], device: str, out: str) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     workshops = workshops or list(catalog.WORKSHOP_IDS)
-    payload = bugzoo(workshops, chosen) if command == "bugzoo" else badcalls(workshops, chosen)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    payload = (bugzoo(workshops, chosen, out) if command == "bugzoo"
+               else badcalls(workshops, chosen))
+    _write(out, payload)
     print(f"wrote {out}")
     return 0
 
@@ -62,9 +62,13 @@ def _log(message: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # Planted bugs
 # ---------------------------------------------------------------------------------------------
-def bugzoo(workshops: list[str], device: str) -> dict:
+def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
+    """Plant and try every bug (BUGZOO_BUGS="name,name" limits a run to those bugs). With `out`,
+    the file is rewritten after every bug with `complete: false`, so a run stopped by a time
+    limit keeps the bugs it finished (the report counts the rows a file holds)."""
     from tests.bugs import plant
 
+    wanted = {n for n in os.environ.get("BUGZOO_BUGS", "").split(",") if n}
     rows, sources = [], []
     for workshop in workshops:
         try:
@@ -80,18 +84,30 @@ def bugzoo(workshops: list[str], device: str) -> dict:
         # (correctness runs: sharing the GPU changes nothing but the wall time).
         jobs = int(os.environ.get("BUGZOO_JOBS", "1")) if device == "cuda" else 1
         # A gpu_only bug sits in code only a GPU runs: the interpreter's zoo leaves it out.
-        bugs = [b for b in module.BUGS if device == "cuda" or not b.gpu_only]
+        bugs = [b for b in module.BUGS if (device == "cuda" or not b.gpu_only)
+                and (not wanted or b.name in wanted)]
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             tried = pool.map(lambda bug: _try_bug(workshop, bug, device, plant), bugs)
             for bug, row in zip(bugs, tried, strict=True):
                 rows.append(row)
                 _log(f"{'caught' if row['caught'] else 'MISSED'}  {workshop}/{bug.name} "
                      f"({bug.check})")
+                if out:
+                    _write(out, _zoo_payload(device, sources, rows, complete=False))
+    return _zoo_payload(device, sources, rows, complete=True)
+
+
+def _zoo_payload(device, sources, rows, complete):
     header = provenance.header(device, "references + planted bugs",
                                list(dict.fromkeys(p for p in sources if p.is_file())))
     header = fix_git_commit(header)
-    header.update(kind="bugzoo", seed=SEED)
+    header.update(kind="bugzoo", seed=SEED, complete=complete)
     return {"header": header, "bugs": rows}
+
+
+def _write(out: str, payload: dict) -> None:
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(payload, indent=1, default=str) + "\n")
 
 
 def _try_bug(workshop, bug, device, plant) -> dict:
