@@ -394,10 +394,12 @@ def _path_cases(device: str) -> list[Case]:
     # row's maximum planted there: a walk that stops a block short misses it on every seed.
     cases += [Case(layout=lay, shape=(8, 33), dim=-1, path=p, block_r=16, max_last=True,
                    dtype="float32") for lay, p in (("contiguous", "A"), ("transposed", "B"))]
-    # Rows longer than one block but at most two (block_r < 45 <= 2 * block_r): two passes,
-    # not the one-block branch (the transposed path-B case above has block_r=32 as well).
-    cases += [Case(layout="contiguous", shape=shape, dim=-1, path="A", block_r=32,
-                   dtype="float32")]
+    # Rows longer than one block but at most two (block_r = 32 < 45 <= 2 * block_r): two
+    # passes, not the one-block branch. Rows of 45 on every device: the GPU's 777-wide rows
+    # are far past 2 * block_r, and there the one-block mistake went unseen (twenty-seventh
+    # session's GPU bug zoo).
+    cases += [Case(layout=lay, shape=(shape[0], 45), dim=-1, path=p, block_r=32,
+                   dtype="float32") for lay, p in (("contiguous", "A"), ("transposed", "B"))]
     # The largest tile allowed, block_r * block_i = 65536 (accepted), split in two slices of
     # which the first holds 65536 equal float16 logits: its sum, 65536, is past float16's
     # largest number (65504), so the (max, sum) workspace must be float32.
