@@ -683,11 +683,29 @@ def section_bug_zoo(evidence: Evidence) -> str:
         for f, mine in parts:
             missed = ", ".join(f"{b['bug']} ({b['check']}: {b['outcome']})" for b in mine
                                if not b["caught"])
-            lines.append(f"| {mine[0]['workshop']} | {len(mine)} | "
+            planted = _planted_text(mine[0]["workshop"], device, len(mine), f.header)
+            lines.append(f"| {mine[0]['workshop']} | {planted} | "
                          f"{sum(b['caught'] for b in mine)} | {missed} |"
                          + (f" `{f.name}` |" if several else ""))
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def _planted_text(workshop: str, device: str, tried: int, header: dict) -> str:
+    """How many bugs the file tried, and how many tests/bugs/ plants now where that differs
+    (an older run, or one stopped early: a run stopped by a time limit keeps the bugs it
+    finished and says `complete: false`)."""
+    try:
+        bugs = importlib.import_module(f"tests.bugs.{workshop}").BUGS
+    except ModuleNotFoundError:
+        return str(tried)
+    now = sum(1 for b in bugs if device == "cuda" or not b.gpu_only)
+    notes = []
+    if now != tried:
+        notes.append(f"of {now} planted now")
+    if not header.get("complete", True):
+        notes.append("INCOMPLETE run (stopped early)")
+    return f"{tried}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def section_benchmarks(evidence: Evidence) -> str:

@@ -600,9 +600,20 @@ def test_bug_zoo_and_bad_calls_merge_partial_runs_workshop_by_workshop(tmp_path)
     sections = report.generate(tmp_path)
     zoo_text = sections["bug-zoo"]
     assert "3 of 3 planted bugs caught" in zoo_text  # foundations from b, softmax_backward from a
-    assert "| foundations | 2 | 2 |  | `bugzoo-cuda-b.json` |" in zoo_text
-    assert "| softmax_backward | 1 | 1 |  | `bugzoo-cuda-a.json` |" in zoo_text
-    assert "old" not in zoo_text
+    # A file that tried fewer bugs than tests/bugs/ plants now says so.
+    from tests.bugs import foundations, softmax_backward, split_softmax
+    now = {m: len(m.BUGS) for m in (foundations, softmax_backward, split_softmax)}
+    assert (f"| foundations | 2 (of {now[foundations]} planted now) | 2 |  | "
+            "`bugzoo-cuda-b.json` |") in zoo_text
+    assert (f"| softmax_backward | 1 (of {now[softmax_backward]} planted now) | 1 |  | "
+            "`bugzoo-cuda-a.json` |") in zoo_text
+    assert "old" not in zoo_text and "INCOMPLETE" not in zoo_text
+    zoo("bugzoo-cuda-c.json", "2026-11-30T11:00:00+0000", [("split_softmax", "cut", True)])
+    data = json.loads((tmp_path / "bugzoo-cuda-c.json").read_text())
+    data["header"]["complete"] = False  # a run stopped by a time limit
+    (tmp_path / "bugzoo-cuda-c.json").write_text(json.dumps(data))
+    assert (f"| split_softmax | 1 (of {now[split_softmax]} planted now; INCOMPLETE run "
+            "(stopped early)) |") in report.generate(tmp_path)["bug-zoo"]
     calls_text = sections["bad-calls"]
     assert "| all | | | 13 | 13 | | |" in calls_text  # foundations 5 (a) + fused_gemm 8 (b)
     assert calls_text.index("| foundations |") < calls_text.index("| fused_gemm |")  # book order

@@ -40,3 +40,19 @@ def test_untouched_starter_is_todo_never_fail(workshop, tmp_path):
         assert r["outcome"] != "FAIL", f"{r['check']}: {r['message']}"
         if uses[r["check"]]:
             assert r["outcome"] == "TODO", f"{r['check']} is {r['outcome']}, expected TODO"
+
+
+@pytest.mark.parametrize("package", ["references", "kernels"])
+def test_online_normalization_state_is_immutable(package):
+    """`State` is given code (the learner writes merge and its friends around it): a merge must
+    return a new state, so a state it was handed can never change under its holder."""
+    import dataclasses
+    import importlib
+
+    module = importlib.import_module(f"{package}.online_normalization")
+    state = module.State(1.5, 2.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.m = 3.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.s = 1.0
+    assert (state.m, state.s) == (1.5, 2.0)
