@@ -36,6 +36,7 @@ from checks import catalog, loader, provenance
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEED = 1234  # fixed, so a rerun tries the same inputs
 BUG_TIMEOUT_S = 300  # one planted bug's check run on a GPU (a hung mutant must not stop the zoo)
+_TIMED_OUT = "the check run did not finish within"
 
 
 def main(command: str, workshops: list[str], device: str, out: str) -> int:
@@ -90,8 +91,10 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
             tried = pool.map(lambda bug: _try_bug(workshop, bug, device, plant), bugs)
             for bug, row in zip(bugs, tried, strict=True):
                 rows.append(row)
-                _log(f"{'caught' if row['caught'] else 'MISSED'}  {workshop}/{bug.name} "
-                     f"({bug.check})")
+                verdict = "caught" if row["caught"] else "MISSED"
+                if row["message"].startswith(_TIMED_OUT):  # not a verdict on the checks
+                    verdict = "TIMEOUT"
+                _log(f"{verdict}  {workshop}/{bug.name} ({bug.check})")
                 if out:
                     _write(out, _zoo_payload(device, sources, rows, complete=False))
     return _zoo_payload(device, sources, rows, complete=True)
@@ -158,7 +161,7 @@ def _run_fresh_process(workshop, mutant, bug, device, tmp):
              "--seed", str(SEED), "--json", str(out)],
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=BUG_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return [], f"the check run did not finish within {BUG_TIMEOUT_S} s"
+        return [], f"{_TIMED_OUT} {BUG_TIMEOUT_S} s"
     if not out.is_file():
         return [], f"no results (exit {done.returncode}): {done.stderr[-500:]}"
     return json.loads(out.read_text())["results"], ""

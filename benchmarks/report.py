@@ -681,8 +681,10 @@ def section_bug_zoo(evidence: Evidence) -> str:
                   "| workshop | planted | caught | missed |" + (" file |" if several else ""),
                   "| --- | --- | --- | --- |" + (" --- |" if several else "")]
         for f, mine in parts:
-            missed = ", ".join(f"{b['bug']} ({b['check']}: {b['outcome']})" for b in mine
-                               if not b["caught"])
+            # outcome None: the check gave no result (timed out, or the mutant would not plant)
+            missed = ", ".join(f"{b['bug']} ({b['check']}: "
+                               f"{b['outcome'] or 'no result, ' + (b.get('message') or '?')[:80]})"
+                               for b in mine if not b["caught"])
             planted = _planted_text(mine[0]["workshop"], device, len(mine), f.header)
             lines.append(f"| {mine[0]['workshop']} | {planted} | "
                          f"{sum(b['caught'] for b in mine)} | {missed} |"
