@@ -84,9 +84,9 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
         # On a GPU each bug runs in its own process: up to BUGZOO_JOBS of them side by side
         # (correctness runs: sharing the GPU changes nothing but the wall time).
         jobs = int(os.environ.get("BUGZOO_JOBS", "1")) if device == "cuda" else 1
-        # A gpu_only bug sits in code only a GPU runs: the interpreter's zoo leaves it out.
-        bugs = [b for b in module.BUGS if (device == "cuda" or not b.gpu_only)
-                and (not wanted or b.name in wanted)]
+        # A gpu_only bug sits in code only a GPU runs: the interpreter's zoo leaves it out;
+        # an interpreter_only one is a read past the end only the interpreter sees.
+        bugs = [b for b in module.BUGS if runs_on(b, device) and (not wanted or b.name in wanted)]
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             tried = pool.map(lambda bug: _try_bug(workshop, bug, device, plant), bugs)
             for bug, row in zip(bugs, tried, strict=True):
@@ -98,6 +98,11 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
                 if out:
                     _write(out, _zoo_payload(device, sources, rows, complete=False))
     return _zoo_payload(device, sources, rows, complete=True)
+
+
+def runs_on(bug, device: str) -> bool:
+    """Whether the zoo on `device` (cuda or interpreter) tries this bug."""
+    return not (bug.interpreter_only if device == "cuda" else bug.gpu_only)
 
 
 def _zoo_payload(device, sources, rows, complete):

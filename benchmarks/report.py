@@ -701,7 +701,9 @@ def _planted_text(workshop: str, device: str, tried: int, header: dict) -> str:
         bugs = importlib.import_module(f"tests.bugs.{workshop}").BUGS
     except ModuleNotFoundError:
         return str(tried)
-    now = sum(1 for b in bugs if device == "cuda" or not b.gpu_only)
+    from benchmarks.evidence import runs_on
+
+    now = sum(1 for b in bugs if runs_on(b, device))
     notes = []
     if now != tried:
         notes.append(f"of {now} planted now")

@@ -6,7 +6,8 @@ most of the CI budget), as the GPU zoo does (`benchmarks/evidence.py`); BUGZOO_F
 check of the workshop against each mutant and still asserts the named check is among the
 failures. Bugs that
 only a GPU can catch (`gpu_only`) are planted here, not run: `python3 -m benchmarks bugzoo
---device cuda` runs them.
+--device cuda` runs them (and leaves out the `interpreter_only` ones, reads past the end that
+only the interpreter's bounds check sees).
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def test_every_workshop_plants_bugs():
     for workshop in catalog.WORKSHOP_IDS:
         module = importlib.import_module(f"tests.bugs.{workshop}")
         assert len(module.BUGS) >= 3, workshop
+        names = [b.name for b in module.BUGS]
+        assert len(set(names)) == len(names), f"{workshop}: two bugs share a name"
+        both = [b.name for b in module.BUGS if b.gpu_only and b.interpreter_only]
+        assert not both, f"{workshop}: {both} cannot be both gpu_only and interpreter_only"
 
 
 def _record(workshop, bug, caught):
