@@ -418,7 +418,9 @@ def _values_cases(device: str) -> list[Case]:
                   for c in (False, True) for b in ((16, 16), (64, 64), (128, 128))]
         cases += [Case(n=4096, d=d, dtype=dt, causal=c, scale="default", blocks="default")
                   for d in (64, 128) for dt in ("float16", "bfloat16") for c in (False, True)]
-        return cases + _VALUES_EDGE_CASES
+        # The edge cases first: they are cheap, and the bug zoo stops at the first FAIL with
+        # the bug's hint (behind the 228 cases above a mutant's run takes minutes on a GPU).
+        return _VALUES_EDGE_CASES + cases
     # Interpreter: every (d, dtype, causal) once, the lengths and scales spread over them; the
     # block sizes are chosen so each case has several key blocks but few loop steps.
     blocks_for = {1: (16, 16), 2: "default", 17: (16, 16), 64: (32, 16), 100: (32, 16),
@@ -512,7 +514,7 @@ def _empty_grid(launched):
 # forward.kv_splits: a row block's keys shared among several programs, then merged
 # ---------------------------------------------------------------------------------------------
 def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale=True,
-                    tail_in_every_split=False, weight_exponent=1.0):
+                    tail_in_every_split=False, weight_exponent=1.0, share_unclamped=False):
     """Split-KV in float64: each split's (m, l, acc) over its share of the keys, then merged.
 
     The shares follow the reference's plan: a row block's key blocks before its masked stage
@@ -521,12 +523,16 @@ def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale
     the diagonal block; else: the ragged tail). rescale=False merges the splits' sums without
     the weights exp(m_s - M); tail_in_every_split=True lets every split run the masked stage;
     weight_exponent=log2(e): the weights are exp((m_s - M) * log2(e)), the merge's exp2 of
-    log2-unit maxima written as exp.
+    log2-unit maxima written as exp. share_unclamped=True: each split's unmasked run ends at
+    (split + 1) * ceil(steps / splits) blocks, not clamped to the stage's end, so a share runs
+    on, unmasked, into the masked stage's keys (counted again there) and past N, where a TMA
+    load reads zero rows (score 0, value 0: each such key adds exp(0 - m) to l alone).
     """
     import torch
 
     n = q.shape[0]
-    s_all = (q.double().cpu() @ k.double().cpu().T) * scale  # (N, N)
+    s_raw = (q.double().cpu() @ k.double().cpu().T) * scale  # (N, N), no mask
+    s_all = s_raw.clone()
     if causal:
         s_all = s_all.masked_fill(torch.ones((n, n), dtype=torch.bool).triu(1), -math.inf)
     vd = v.double().cpu()
@@ -540,16 +546,26 @@ def _split_merged64(q, k, v, *, causal, scale, block_m, block_n, splits, rescale
         m_s, l_s, acc_s = [], [], []
         for split in range(splits):
             lo, hi = min(split * per, steps) * block_n, min((split + 1) * per, steps) * block_n
-            keys = list(range(lo, hi))
-            if split == splits - 1 or tail_in_every_split:
-                keys += list(range(hi1, hi2))
-            s = s_all[rows][:, keys]
-            m = s.max(dim=1).values if keys else torch.full((s.shape[0],), -math.inf,
-                                                               dtype=torch.float64)
-            p = torch.exp(s - m[:, None]) if keys else s
+            # share_unclamped: the unmasked run goes on to (split + 1) * per blocks; of those
+            # keys, the ones past N are zero rows (score 0, value 0)
+            over = range(hi, (split + 1) * per * block_n) if share_unclamped else range(0)
+            unmasked = list(range(lo, hi)) + [j for j in over if j < n]
+            phantom = len(over) - (len(unmasked) - (hi - lo))
+            masked = list(range(hi1, hi2)) if split == splits - 1 or tail_in_every_split else []
+            rows_n = rows.stop - rows.start
+            s = torch.cat([s_raw[rows][:, unmasked], s_all[rows][:, masked],
+                           torch.zeros((rows_n, phantom), dtype=torch.float64)], dim=1)
+            values = torch.cat([vd[unmasked + masked],
+                                torch.zeros((phantom, vd.shape[1]), dtype=torch.float64)])
+            if s.shape[1]:
+                m = s.max(dim=1).values
+                p = torch.exp(s - m[:, None])
+            else:  # an empty share hands on m = -inf, l = 0, acc = 0
+                m = torch.full((rows_n,), -math.inf, dtype=torch.float64)
+                p = s
             m_s.append(m)
             l_s.append(p.sum(dim=1))
-            acc_s.append(p @ vd[keys])
+            acc_s.append(p @ values)
         m_max = torch.stack(m_s).max(dim=0).values
         num = torch.zeros_like(acc_s[0])
         den = torch.zeros_like(l_s[0])
@@ -646,7 +662,12 @@ def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
                    tail_in_every_split=True),
             replay("split weights computed with exp instead of exp2: the splits' maxima m_s are "
                    "in log2 units, so each split weighs exp2(m_s - M), not exp(m_s - M)",
-                   weight_exponent=LOG2E)]
+                   weight_exponent=LOG2E),
+            # On a GPU only: the interpreter's bounds check stops this run at the read past N.
+            replay("tail not masked: a split's unmasked share runs past the end of the unmasked "
+                   "stage (its end is not clamped: hi1 = min((split + 1) * per_split, steps) * "
+                   "BLOCK_N), so it counts the masked stage's keys again and keys past N",
+                   share_unclamped=True)]
 
 
 def _kv_splits_heads(ctx, impl, case):

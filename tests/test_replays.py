@@ -1,0 +1,80 @@
+"""Diagnoses that only a GPU run can reach, checked here against an independent emulation.
+
+`forward.kv_splits` names a split whose unmasked share is not clamped to the stage's end
+("tail not masked") by replaying that mistake in float64 (checks/streaming_attention.py:
+_split_merged64, share_unclamped=True). Under the interpreter the mutant stops at its first
+read past N, so the bug zoo never compares the replay with a real output: this test compares
+it with a literal block-by-block emulation of the mutated kernel (online softmax per split,
+loads past N reading zero rows as TMA does, the splits merged by their weights).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from checks.streaming_attention import _split_merged64
+
+
+def _mutated_kernel(q, k, v, *, causal, scale, block_m, block_n, splits, unclamped):
+    n, d = q.shape
+    q, k, v = q.double(), k.double(), v.double()
+    room = n + 2 * splits * block_n * (n // block_n + 2)  # zero rows past N
+    k_pad = torch.zeros((room, d), dtype=torch.float64)
+    v_pad = torch.zeros((room, d), dtype=torch.float64)
+    k_pad[:n], v_pad[:n] = k, v
+    out = torch.zeros((n, d), dtype=torch.float64)
+    for start_m in range(0, n, block_m):
+        rows = torch.arange(start_m, start_m + block_m)
+        valid = rows < n
+        q_block = torch.zeros((block_m, d), dtype=torch.float64)
+        q_block[valid] = q[rows[valid]]
+        hi1 = start_m if causal else (n // block_n) * block_n
+        lo2, hi2 = hi1, (min(start_m + block_m, n) if causal else n)
+        steps = hi1 // block_n
+        per = -(-steps // splits)
+        states = []
+        for split in range(splits):
+            lo1 = min(split * per, steps) * block_n
+            end1 = (split + 1) * per * block_n if unclamped else min((split + 1) * per, steps) * block_n
+            end2 = hi2 if split == splits - 1 else lo2
+            m = torch.full((block_m,), -math.inf, dtype=torch.float64)
+            l = torch.zeros(block_m, dtype=torch.float64)
+            acc = torch.zeros((block_m, d), dtype=torch.float64)
+            for lo, hi, masked in ((lo1, end1, False), (lo2, end2, True)):
+                for start_n in range(lo, hi, block_n):
+                    keys = torch.arange(start_n, start_n + block_n)
+                    s = q_block @ k_pad[keys].T * scale
+                    if masked:
+                        keep = keys[None, :] < n
+                        if causal:
+                            keep = keep & (keys[None, :] <= rows[:, None])
+                        s = s.masked_fill(~keep, -math.inf)
+                    m_new = torch.maximum(m, s.max(dim=1).values)
+                    p, alpha = torch.exp(s - m_new[:, None]), torch.exp(m - m_new)
+                    l = l * alpha + p.sum(dim=1)
+                    acc = acc * alpha[:, None] + p @ v_pad[keys]
+                    m = m_new
+            states.append((m, l, acc))
+        top = torch.stack([m for m, _, _ in states]).max(dim=0).values
+        num = sum(torch.exp(m - top)[:, None] * acc for m, _, acc in states)
+        den = sum(torch.exp(m - top) * l for m, l, _ in states)
+        out[rows[valid]] = (num / den[:, None])[valid]
+    return out
+
+
+@pytest.mark.parametrize("n,d,causal,splits,block_m,block_n", [
+    (257, 64, False, 3, 64, 64), (257, 64, True, 3, 128, 64), (1000, 32, False, 8, 128, 64),
+    (100, 16, True, 8, 32, 16), (300, 16, True, 3, 128, 64)])
+def test_unclamped_split_replay_matches_the_mutated_kernel(n, d, causal, splits, block_m, block_n):
+    gen = torch.Generator().manual_seed(n + splits)
+    q, k, v = (torch.randn((n, d), generator=gen) for _ in range(3))
+    scale = d ** -0.5
+    plan = dict(causal=causal, scale=scale, block_m=block_m, block_n=block_n, splits=splits)
+    right = _split_merged64(q, k, v, **plan)
+    wrong = _split_merged64(q, k, v, **plan, share_unclamped=True)
+    assert torch.allclose(right, _mutated_kernel(q, k, v, **plan, unclamped=False), atol=1e-12)
+    assert torch.allclose(wrong, _mutated_kernel(q, k, v, **plan, unclamped=True), atol=1e-12)
+    assert float((wrong - right).abs().max()) > 1e-3  # the mistake shows in these shapes
