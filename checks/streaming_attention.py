@@ -394,10 +394,14 @@ def _compare_head(ctx, impl, case, got, q, k, v, *, causal, scale_given, name,
 # ---------------------------------------------------------------------------------------------
 _N_SET = (1, 2, 17, 64, 100, 257, 1000)
 _SECOND_CALL_MAX_N = 17  # forward.values: sequences this short call attention twice
-# forward.values on every device: block_m alone (the launcher's block_n must then be at most
-# block_m, or the causal call is refused); an int scale (the API takes int or float); N = 0
-# (an empty output of the right shape and dtype).
+# forward.values on every device: q, k and v fenced (views of the first N rows of longer
+# buffers whose later rows are NaN: a load past row N that a GPU does not fault on reads NaN,
+# and NaN times p = 0 is still NaN); block_m alone (the launcher's block_n must then be at
+# most block_m, or the causal call is refused); an int scale (the API takes int or float);
+# N = 0 (an empty output of the right shape and dtype).
 _VALUES_EDGE_CASES = [
+    Case(n=100, d=64, dtype="float16", causal=True, scale="default", blocks="default",
+         fenced=True),
     Case(n=100, d=32, dtype="float16", causal=True, scale="default", blocks=(32, None)),
     Case(n=17, d=16, dtype="float32", causal=False, scale=1, blocks=(16, 16)),
     Case(n=0, d=32, dtype="bfloat16", causal=True, scale="default", blocks="default"),
@@ -457,7 +461,10 @@ def forward_values(ctx, impl, case):
     mask = {"causal": True} if case.causal else {}
     outputs = []
     for i in range(calls):
-        q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
+        if case.get("fenced"):
+            q, k, v = (_fenced(ctx, case.n, case.d, case.dtype) for _ in range(3))
+        else:
+            q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
         try:
             with launches.recording() as launched:
                 out = ctx.call(impl.attention, q, k, v, **mask, scale=scale, **_knobs(case),
@@ -471,12 +478,40 @@ def forward_values(ctx, impl, case):
         _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
                       name="attention(q, k, v)" if i == 0 else
                            "attention(q, k, v), a second call of the same shape",
-                      first=[_empty_grid(launched)])
+                      first=[_empty_grid(launched), _fenced_tail_read(case)])
         outputs.append((out, out.clone()))
     for i, (out, saved) in enumerate(outputs[:-1]):
         if not torch.equal(out, saved):  # both NaN-free: each passed its comparison
             ctx.fail(f"the output of call {i + 1} changed during a later call of the same shape "
                      f"(a buffer shared between calls)", hint=CACHED_BUFFER_HINT)
+
+
+_FENCE_ROWS = 256  # NaN rows after a fenced input: more than one key block of any tile
+
+
+def _fenced(ctx, n: int, d: int, dtype: str):
+    """An (n, d) input that is the first n rows of an (n + _FENCE_ROWS, d) buffer whose later
+    rows are NaN: contiguous and aligned as a plain tensor, but a load past row n reads NaN (the
+    interpreter's bounds check would not object: the buffer is longer)."""
+    buffer = ctx.randn((n + _FENCE_ROWS, d), dtype)
+    buffer[n:] = float("nan")
+    return buffer[:n]
+
+
+def _fenced_tail_read(case):
+    """A diagnosis for fenced inputs: NaN in the output where the result is a number can only
+    come from the NaN rows past row N."""
+    def diagnose(got, expected, bad):
+        if not case.get("fenced"):
+            return None
+        if not bool((got[bad].isnan() & ~expected[bad].isnan()).any()):
+            return None
+        return ("tail not masked: the output has NaN, and in this case q, k and v are views of "
+                "the first N rows of longer buffers whose later rows are NaN, so a load read "
+                "rows past N; every load of k and v in the last key block needs the mask "
+                "offs_n < N (other=0), even where p = 0 would seem to cancel it (NaN * 0 = NaN)")
+
+    return diagnose
 
 
 def _valid_call_refused(case) -> str:

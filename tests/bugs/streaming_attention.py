@@ -217,8 +217,7 @@ BUGS += [
         find="            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs,\n"
              "                        mask=offs_n[:, None] < n_ctx, other=0.0)",
         replace="            v = tl.load(v_src + start_n.to(tl.int64) * stride_vn + v_offs)",
-        check="forward.values", hint="tail not masked",
-        interpreter_only=True),  # rows past N meet p = 0: unseen unless they hold Inf or NaN
+        check="forward.values", hint="tail not masked"),  # fenced inputs: NaN past row N
     # The last split's share not clamped to the unmasked stage: it runs unmasked into the tail.
     Bug("split_last_hi1_unclamped",
         find="        hi1 = tl.minimum((split + 1) * per_split, steps) * BLOCK_N\n",
