@@ -423,7 +423,7 @@ def _values_cases(device: str) -> list[Case]:
         cases += [Case(n=4096, d=d, dtype=dt, causal=c, scale="default", blocks="default")
                   for d in (64, 128) for dt in ("float16", "bfloat16") for c in (False, True)]
         # The edge cases first: they are cheap, and the bug zoo stops at the first FAIL with
-        # the bug's hint (behind the 228 cases above a mutant's run takes minutes on a GPU).
+        # the bug's hint (behind the 224 cases above a mutant's run takes minutes on a GPU).
         return _VALUES_EDGE_CASES + cases
     # Interpreter: every (d, dtype, causal) once, the lengths and scales spread over them; the
     # block sizes are chosen so each case has several key blocks but few loop steps.

@@ -1,11 +1,16 @@
-"""Diagnoses that only a GPU run can reach, checked here against an independent emulation.
+"""Diagnoses meant for a GPU run, checked here on the CPU.
 
 `forward.kv_splits` names a split whose unmasked share is not clamped to the stage's end
 ("tail not masked") by replaying that mistake in float64 (checks/streaming_attention.py:
 _split_merged64, share_unclamped=True). Under the interpreter the mutant stops at its first
 read past N, so the bug zoo never compares the replay with a real output: this test compares
 it with a literal block-by-block emulation of the mutated kernel (online softmax per split,
-loads past N reading zero rows as TMA does, the splits merged by their weights).
+loads past N reading zero rows as TMA does, the splits merged by their weights). On a GPU
+the replay matches where those loads are TMA loads; pointer loads past N read whatever lies
+there.
+
+`forward.values`' fenced case makes an unmasked v load visible without a bounds check: the
+last test runs that case alone against the planted `v_tail_unmasked`.
 """
 
 from __future__ import annotations
@@ -78,3 +83,31 @@ def test_unclamped_split_replay_matches_the_mutated_kernel(n, d, causal, splits,
     assert torch.allclose(right, _mutated_kernel(q, k, v, **plan, unclamped=False), atol=1e-12)
     assert torch.allclose(wrong, _mutated_kernel(q, k, v, **plan, unclamped=True), atol=1e-12)
     assert float((wrong - right).abs().max()) > 1e-3  # the mistake shows in these shapes
+
+
+def test_fenced_case_names_a_v_load_past_n(tmp_path):
+    """forward.values' fenced case (q, k and v views of longer buffers, NaN past row N) turns
+    an unmasked v load into NaN, named "tail not masked" by its own diagnosis: under the
+    interpreter the longer buffer keeps the bounds check quiet, as a GPU would be."""
+    import checks.streaming_attention as attention_checks
+    from checks import core, runner
+    from tests.bugs import plant
+    from tests.bugs import streaming_attention as bugs
+
+    fenced = [c for c in attention_checks._VALUES_EDGE_CASES if c.get("fenced")]
+    assert fenced
+    check = next(c for c in core.checks_for("streaming_attention") if c.id == "forward.values")
+    bug = next(b for b in bugs.BUGS if b.name == "v_tail_unmasked")
+    mutant = plant("streaming_attention", bug, tmp_path / "impl")
+    original = check.cases_for
+    check.cases_for = lambda device: fenced
+    try:
+        for impl, outcome in (("references", "PASS"), (str(mutant), "FAIL")):
+            the_run = runner.run(["streaming_attention"], impl=impl, device="interpreter",
+                                 seed=11, only="forward.values")
+            assert [r.outcome for r in the_run.results] == [outcome] * len(fenced), impl
+    finally:
+        check.cases_for = original
+    hint = the_run.results[0].hint
+    assert hint.startswith("tail not masked") and "NaN" in hint and "OutOfBounds" not in (
+        the_run.results[0].message)
