@@ -1,4 +1,4 @@
-"""python3 -m benchmarks run | report | bugzoo | badcalls
+"""python3 -m benchmarks run | report | bugzoo | merge-zoo | badcalls
 
   run [ids] --mode events|graph [--quick | --sweep] [--out FILE] [--only TEXT]
       time every variant of the named workshops (default: every workshop with a benchmark
@@ -11,6 +11,8 @@
       tables, goals and figures from the saved results; rewrites the generated sections of
       validation_report.md and the figures in book/figures/ (needs matplotlib for figures).
   bugzoo [ids] [--device ...] --out FILE     planted bugs caught, as evidence for the report
+      (BUGZOO_BUGS="name,..." or BUGZOO_SHARD=i/n run part of the bugs, e.g. one command each)
+  merge-zoo OUT PART...                      join bug-zoo files of one commit, seed and device
   badcalls [ids] [--device ...] --out FILE   bad calls each check tries, as evidence
 
 Run from the repository root; nothing needs installing beyond torch and Triton.
@@ -68,7 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--device", default="auto", choices=("auto", "cuda", "interpreter"))
         p.add_argument("--out", metavar="FILE", required=True, help="JSON file to write")
 
+    p_merge = sub.add_parser("merge-zoo", help="join bug-zoo files of disjoint bugs run at one "
+                             "commit with one seed (e.g. a workshop's bugs over two commands)")
+    p_merge.add_argument("out", metavar="OUT")
+    p_merge.add_argument("parts", nargs="+", metavar="PART")
+
     args = parser.parse_args(argv)
+    if args.command == "merge-zoo":
+        from benchmarks import evidence
+
+        return evidence.merge_zoo_cli(args.out, args.parts)
     ids = getattr(args, "workshops", None) or []
     for w in ids:
         if w not in catalog.WORKSHOP_IDS:

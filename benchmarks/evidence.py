@@ -70,6 +70,7 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
     from tests.bugs import plant
 
     wanted = {n for n in os.environ.get("BUGZOO_BUGS", "").split(",") if n}
+    shard = _shard(os.environ.get("BUGZOO_SHARD", ""))
     rows, sources = [], []
     for workshop in workshops:
         try:
@@ -87,6 +88,8 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
         # A gpu_only bug sits in code only a GPU runs: the interpreter's zoo leaves it out;
         # an interpreter_only one is a read past the end only the interpreter sees.
         bugs = [b for b in module.BUGS if runs_on(b, device) and (not wanted or b.name in wanted)]
+        if shard:  # every n-th bug from the i-th: n commands of one workshop, merged after
+            bugs = bugs[shard[0]::shard[1]]
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
             tried = pool.map(lambda bug: _try_bug(workshop, bug, device, plant), bugs)
             for bug, row in zip(bugs, tried, strict=True):
@@ -98,6 +101,91 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
                 if out:
                     _write(out, _zoo_payload(device, sources, rows, complete=False))
     return _zoo_payload(device, sources, rows, complete=True)
+
+
+def _shard(text: str) -> tuple[int, int] | None:
+    """BUGZOO_SHARD="i/n" -> (i, n); empty -> None."""
+    if not text:
+        return None
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise SystemExit(f"BUGZOO_SHARD wants i/n, like 0/2; got {text!r}") from None
+    if not 0 <= i < n:
+        raise SystemExit(f"BUGZOO_SHARD wants 0 <= i < n; got {text!r}")
+    return i, n
+
+
+def merge_zoo(parts: list[dict]) -> dict:
+    """One bug-zoo file from several of one device, commit, seed and sources, holding
+    disjoint bugs (as one run of all of them would have written it: each workshop's bugs in
+    tests/bugs/ order). Raises ValueError when they do not belong together."""
+    import importlib
+
+    if not parts:
+        raise ValueError("nothing to merge")
+    first = parts[0]["header"]
+    for part in parts[1:]:
+        h = part["header"]
+        for key in ("kind", "device", "git_commit", "seed", "sources"):
+            if h.get(key) != first.get(key):
+                raise ValueError(f"the parts differ in {key!r}: {first.get(key)!r} and "
+                                 f"{h.get(key)!r}; only runs of one commit, seed and device "
+                                 "merge")
+    rows, seen = {}, set()
+    for part in parts:
+        for row in part["bugs"]:
+            key = (row["workshop"], row["bug"])
+            if key in seen:
+                raise ValueError(f"{key[0]}/{key[1]} is in more than one part")
+            seen.add(key)
+            rows.setdefault(row["workshop"], {})[row["bug"]] = row
+
+    def order(workshop):
+        try:
+            names = [b.name for b in importlib.import_module(f"tests.bugs.{workshop}").BUGS]
+        except ModuleNotFoundError:
+            names = []
+        return {name: i for i, name in enumerate(names)}
+
+    merged = []
+    for workshop in [w for w in catalog.WORKSHOP_IDS if w in rows] + \
+            [w for w in rows if w not in catalog.WORKSHOP_IDS]:
+        place = order(workshop)
+        merged += sorted(rows[workshop].values(), key=lambda r: place.get(r["bug"], len(place)))
+    header = dict(first)
+    header["date"] = max(p["header"].get("date", "") for p in parts)
+    # Complete when every part finished, or when the parts together hold every bug their
+    # workshops plant for this device (a part stopped early, then the rest run on its own).
+    covered = all(_runs_here(w, first.get("device")) <= set(rows[w]) for w in rows)
+    header["complete"] = covered or all(p["header"].get("complete", True) for p in parts)
+    header["merged_from"] = [{"date": p["header"].get("date"), "bugs": len(p["bugs"]),
+                              "complete": p["header"].get("complete", True)} for p in parts]
+    return {"header": header, "bugs": merged}
+
+
+def merge_zoo_cli(out: str, names: list[str]) -> int:
+    try:
+        merged = merge_zoo([json.loads(Path(n).read_text()) for n in names])
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _write(out, merged)
+    bugs = merged["bugs"]
+    print(f"merged {len(names)} parts: {sum(b['caught'] for b in bugs)} of {len(bugs)} caught "
+          f"-> {out}")
+    return 0
+
+
+def _runs_here(workshop: str, device: str | None) -> set[str]:
+    """Names of the workshop's planted bugs that the zoo on `device` runs."""
+    import importlib
+
+    try:
+        bugs = importlib.import_module(f"tests.bugs.{workshop}").BUGS
+    except ModuleNotFoundError:
+        return set()
+    return {b.name for b in bugs if runs_on(b, device or "cuda")}
 
 
 def runs_on(bug, device: str) -> bool:

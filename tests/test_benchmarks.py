@@ -636,3 +636,50 @@ def test_grouped_order_experiment_times_the_launchers_own_group_size():
     assert all(k == {"group_m": 8} for k in grouped_knobs(_stub_impl()))
     assert all(p.providers[1].knobs == {"group_m": 1}
                for p in bench.problems(reference, "full") if p.experiment == "grouped_order")
+
+
+def test_merge_zoo_joins_parts_of_one_run_and_refuses_others(tmp_path):
+    """`benchmarks merge-zoo`: a workshop's bugs run over several commands (BUGZOO_SHARD or
+    BUGZOO_BUGS) become one file in tests/bugs/ order; complete once every bug the device
+    runs is in; parts of another commit or seed, or holding the same bug twice, are refused."""
+    from benchmarks import evidence
+    from tests.bugs import foundations
+
+    names = [b.name for b in foundations.BUGS if evidence.runs_on(b, "cuda")]
+
+    def part(bugs, complete=True, commit="a" * 40, seed=1234):
+        header = {"kind": "bugzoo", "device": "cuda", "git_commit": commit, "seed": seed,
+                  "sources": {"x.py": "0"}, "date": f"2026-12-02T00:0{len(bugs) % 10}:00+0000",
+                  "complete": complete}
+        rows = [{"workshop": "foundations", "bug": n, "check": "c", "hint": "h",
+                 "caught": True, "outcome": "FAIL"} for n in bugs]
+        return {"header": header, "bugs": rows}
+
+    second_half, first_half = names[len(names) // 2:], names[:len(names) // 2]
+    merged = evidence.merge_zoo([part(second_half), part(first_half, complete=False)])
+    assert [r["bug"] for r in merged["bugs"]] == names  # tests/bugs order, whatever the parts'
+    assert merged["header"]["complete"]  # the stopped part's rest is the other part
+    assert len(merged["header"]["merged_from"]) == 2
+    assert not evidence.merge_zoo([part(first_half, complete=False)])["header"]["complete"]
+    for bad in ([part(first_half), part(second_half, commit="b" * 40)],
+                [part(first_half), part(second_half, seed=1)],
+                [part(first_half), part(first_half[:1])]):
+        with pytest.raises(ValueError):
+            evidence.merge_zoo(bad)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(part(first_half)))
+    b.write_text(json.dumps(part(first_half[:1])))
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "merge-zoo",
+                           str(tmp_path / "out.json"), str(a), str(b)],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and "more than one part" in done.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_bugzoo_shard_picks_every_nth_bug(monkeypatch):
+    from benchmarks import evidence
+
+    assert evidence._shard("") is None and evidence._shard("1/3") == (1, 3)
+    for text in ("3/3", "a/b", "1"):
+        with pytest.raises(SystemExit):
+            evidence._shard(text)

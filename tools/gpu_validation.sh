@@ -35,7 +35,9 @@
 # softmax, streaming attention and fused GEMM side by side at BUGZOO_JOBS=5 (15 processes):
 # strided softmax's 32 bugs finished in under 8 minutes, fused GEMM reached 27 of 29 and attention
 # 25 of 50 by 540 s. So: the four small workshops in one command, strided softmax and fused
-# GEMM in another, attention alone (or split with BUGZOO_BUGS="name,...").
+# GEMM in another, attention alone or over two commands (BUGZOO_SHARD=0/2, then 1/2, each
+# with its own --out), joined after by `python3 -m benchmarks merge-zoo OUT PART...` (which
+# refuses parts of different commits or seeds, and says complete once every bug is in).
 set -euo pipefail
 out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
 tag=${2:-$(date +%Y%m%d)}
