@@ -88,26 +88,37 @@ def test_unclamped_split_replay_matches_the_mutated_kernel(n, d, causal, splits,
 def test_fenced_case_names_a_v_load_past_n(tmp_path):
     """forward.values' fenced case (q, k and v views of longer buffers, NaN past row N) turns
     an unmasked v load into NaN, named "tail not masked" by its own diagnosis: under the
-    interpreter the longer buffer keeps the bounds check quiet, as a GPU would be."""
-    import checks.streaming_attention as attention_checks
-    from checks import core, runner
-    from tests.bugs import plant
-    from tests.bugs import streaming_attention as bugs
+    interpreter the longer buffer keeps the bounds check quiet, as a GPU would be. In a fresh
+    process: the runner picks the interpreter before any kernel module is imported."""
+    import json
 
-    fenced = [c for c in attention_checks._VALUES_EDGE_CASES if c.get("fenced")]
-    assert fenced
-    check = next(c for c in core.checks_for("streaming_attention") if c.id == "forward.values")
-    bug = next(b for b in bugs.BUGS if b.name == "v_tail_unmasked")
-    mutant = plant("streaming_attention", bug, tmp_path / "impl")
-    original = check.cases_for
-    check.cases_for = lambda device: fenced
-    try:
-        for impl, outcome in (("references", "PASS"), (str(mutant), "FAIL")):
-            the_run = runner.run(["streaming_attention"], impl=impl, device="interpreter",
-                                 seed=11, only="forward.values")
-            assert [r.outcome for r in the_run.results] == [outcome] * len(fenced), impl
-    finally:
-        check.cases_for = original
-    hint = the_run.results[0].hint
-    assert hint.startswith("tail not masked") and "NaN" in hint and "OutOfBounds" not in (
-        the_run.results[0].message)
+    from tests.helpers import run_python
+
+    script = f"""
+import json, pathlib
+import checks.streaming_attention as attention_checks
+from checks import core, runner
+from tests.bugs import plant
+from tests.bugs import streaming_attention as bugs
+
+fenced = [c for c in attention_checks._VALUES_EDGE_CASES if c.get("fenced")]
+check = next(c for c in core.checks_for("streaming_attention") if c.id == "forward.values")
+check.cases_for = lambda device: fenced
+bug = next(b for b in bugs.BUGS if b.name == "v_tail_unmasked")
+mutant = plant("streaming_attention", bug, pathlib.Path({str(tmp_path)!r}) / "impl")
+rows = {{}}
+for impl in ("references", str(mutant)):
+    the_run = runner.run(["streaming_attention"], impl=impl, device="interpreter", seed=11,
+                         only="forward.values")
+    rows[impl == "references" and "reference" or "mutant"] = [
+        (r.outcome, r.hint, r.message) for r in the_run.results]
+print(json.dumps(rows))
+"""
+    done = run_python(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rows["reference"] and all(outcome == "PASS" for outcome, _, _ in rows["reference"])
+    assert rows["mutant"] and all(outcome == "FAIL" for outcome, _, _ in rows["mutant"])
+    outcome, hint, message = rows["mutant"][0]
+    assert hint.startswith("tail not masked") and "NaN" in hint
+    assert "OutOfBounds" not in message  # the NaN showed it, not the interpreter's bounds check
