@@ -64,7 +64,8 @@ def _log(message: str) -> None:
 # Planted bugs
 # ---------------------------------------------------------------------------------------------
 def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
-    """Plant and try every bug (BUGZOO_BUGS="name,name" limits a run to those bugs). With `out`,
+    """Plant and try every bug (BUGZOO_BUGS="name,name" or BUGZOO_SHARD=i/n limits a run to
+    some of them; `python3 -m benchmarks merge-zoo` joins such parts). With `out`,
     the file is rewritten after every bug with `complete: false`, so a run stopped by a time
     limit keeps the bugs it finished (the report counts the rows a file holds)."""
     from tests.bugs import plant
@@ -73,9 +74,7 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
     shard = _shard(os.environ.get("BUGZOO_SHARD", ""))
     rows, sources = [], []
     for workshop in workshops:
-        try:
-            module = importlib.import_module(f"tests.bugs.{workshop}")
-        except ModuleNotFoundError:
+        if not planted(workshop):
             continue
         # The reference and every sibling it imports (bugs are planted in those too), the checks
         # that must catch them and the bugs themselves.
@@ -87,7 +86,8 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
         jobs = int(os.environ.get("BUGZOO_JOBS", "1")) if device == "cuda" else 1
         # A gpu_only bug sits in code only a GPU runs: the interpreter's zoo leaves it out;
         # an interpreter_only one is a read past the end only the interpreter sees.
-        bugs = [b for b in module.BUGS if runs_on(b, device) and (not wanted or b.name in wanted)]
+        bugs = [b for b in planted(workshop)
+                if runs_on(b, device) and (not wanted or b.name in wanted)]
         if shard:  # every n-th bug from the i-th: n commands of one workshop, merged after
             bugs = bugs[shard[0]::shard[1]]
         with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
@@ -117,47 +117,42 @@ def _shard(text: str) -> tuple[int, int] | None:
 
 
 def merge_zoo(parts: list[dict]) -> dict:
-    """One bug-zoo file from several of one device, commit, seed and sources, holding
-    disjoint bugs (as one run of all of them would have written it: each workshop's bugs in
-    tests/bugs/ order). Raises ValueError when they do not belong together."""
-    import importlib
-
+    """One bug-zoo file from several of one device, commit and seed holding disjoint bugs (a
+    workshop's bugs over several commands, or several workshops' files), as one run of all of
+    them would have written it: workshops in book order, each one's bugs in tests/bugs/ order.
+    Raises ValueError when they do not belong together."""
     if not parts:
         raise ValueError("nothing to merge")
     first = parts[0]["header"]
-    for part in parts[1:]:
+    sources = {}
+    for part in parts:
         h = part["header"]
-        for key in ("kind", "device", "git_commit", "seed", "sources"):
+        for key in ("kind", "device", "git_commit", "seed"):
             if h.get(key) != first.get(key):
                 raise ValueError(f"the parts differ in {key!r}: {first.get(key)!r} and "
                                  f"{h.get(key)!r}; only runs of one commit, seed and device "
                                  "merge")
-    rows, seen = {}, set()
+        for path, digest in (h.get("sources") or {}).items():
+            if sources.setdefault(path, digest) != digest:
+                raise ValueError(f"the parts recorded {path} with different contents")
+    rows = {}
     for part in parts:
         for row in part["bugs"]:
-            key = (row["workshop"], row["bug"])
-            if key in seen:
-                raise ValueError(f"{key[0]}/{key[1]} is in more than one part")
-            seen.add(key)
-            rows.setdefault(row["workshop"], {})[row["bug"]] = row
-
-    def order(workshop):
-        try:
-            names = [b.name for b in importlib.import_module(f"tests.bugs.{workshop}").BUGS]
-        except ModuleNotFoundError:
-            names = []
-        return {name: i for i, name in enumerate(names)}
-
+            mine = rows.setdefault(row["workshop"], {})
+            if row["bug"] in mine:
+                raise ValueError(f"{row['workshop']}/{row['bug']} is in more than one part")
+            mine[row["bug"]] = row
     merged = []
-    for workshop in [w for w in catalog.WORKSHOP_IDS if w in rows] + \
-            [w for w in rows if w not in catalog.WORKSHOP_IDS]:
-        place = order(workshop)
+    for workshop in sorted(rows, key=lambda w: (catalog.WORKSHOP_IDS + (w,)).index(w)):
+        place = {b.name: i for i, b in enumerate(planted(workshop))}
         merged += sorted(rows[workshop].values(), key=lambda r: place.get(r["bug"], len(place)))
-    header = dict(first)
+    device = first.get("device") or "cuda"
+    header = dict(first, sources=sources)
     header["date"] = max(p["header"].get("date", "") for p in parts)
     # Complete when every part finished, or when the parts together hold every bug their
     # workshops plant for this device (a part stopped early, then the rest run on its own).
-    covered = all(_runs_here(w, first.get("device")) <= set(rows[w]) for w in rows)
+    covered = all({b.name for b in planted(w) if runs_on(b, device)} <= set(rows[w])
+                  for w in rows)
     header["complete"] = covered or all(p["header"].get("complete", True) for p in parts)
     header["merged_from"] = [{"date": p["header"].get("date"), "bugs": len(p["bugs"]),
                               "complete": p["header"].get("complete", True)} for p in parts]
@@ -177,15 +172,12 @@ def merge_zoo_cli(out: str, names: list[str]) -> int:
     return 0
 
 
-def _runs_here(workshop: str, device: str | None) -> set[str]:
-    """Names of the workshop's planted bugs that the zoo on `device` runs."""
-    import importlib
-
+def planted(workshop: str) -> list:
+    """The workshop's planted bugs (tests/bugs/<workshop>.py), none if it has no such file."""
     try:
-        bugs = importlib.import_module(f"tests.bugs.{workshop}").BUGS
+        return list(importlib.import_module(f"tests.bugs.{workshop}").BUGS)
     except ModuleNotFoundError:
-        return set()
-    return {b.name for b in bugs if runs_on(b, device or "cuda")}
+        return []
 
 
 def runs_on(bug, device: str) -> bool:

@@ -647,11 +647,12 @@ def test_merge_zoo_joins_parts_of_one_run_and_refuses_others(tmp_path):
 
     names = [b.name for b in foundations.BUGS if evidence.runs_on(b, "cuda")]
 
-    def part(bugs, complete=True, commit="a" * 40, seed=1234):
+    def part(bugs, complete=True, commit="a" * 40, seed=1234, workshop="foundations",
+             sources=None):
         header = {"kind": "bugzoo", "device": "cuda", "git_commit": commit, "seed": seed,
-                  "sources": {"x.py": "0"}, "date": f"2026-12-02T00:0{len(bugs) % 10}:00+0000",
-                  "complete": complete}
-        rows = [{"workshop": "foundations", "bug": n, "check": "c", "hint": "h",
+                  "sources": sources or {"x.py": "0"},
+                  "date": f"2026-12-02T00:0{len(bugs) % 10}:00+0000", "complete": complete}
+        rows = [{"workshop": workshop, "bug": n, "check": "c", "hint": "h",
                  "caught": True, "outcome": "FAIL"} for n in bugs]
         return {"header": header, "bugs": rows}
 
@@ -661,8 +662,14 @@ def test_merge_zoo_joins_parts_of_one_run_and_refuses_others(tmp_path):
     assert merged["header"]["complete"]  # the stopped part's rest is the other part
     assert len(merged["header"]["merged_from"]) == 2
     assert not evidence.merge_zoo([part(first_half, complete=False)])["header"]["complete"]
+    # Several workshops' files (tools/gpu_validation.sh): book order, their sources joined.
+    both = evidence.merge_zoo([part(["x"], workshop="split_softmax", sources={"s.py": "1"}),
+                               part(names)])
+    assert [r["workshop"] for r in both["bugs"]][-2:] == ["foundations", "split_softmax"]
+    assert both["header"]["sources"] == {"x.py": "0", "s.py": "1"}
     for bad in ([part(first_half), part(second_half, commit="b" * 40)],
                 [part(first_half), part(second_half, seed=1)],
+                [part(first_half), part(second_half, sources={"x.py": "changed"})],
                 [part(first_half), part(first_half[:1])]):
         with pytest.raises(ValueError):
             evidence.merge_zoo(bad)

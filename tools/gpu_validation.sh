@@ -137,28 +137,15 @@ if [[ $part == zoo || $part == all ]]; then
   wait "$badcalls" || true
   cat "$tmp"/bugzoo-*.log > "$logs/bugzoo-cuda-$tag.log"
   # One evidence file, as a single run would have written it: the workshops in book order.
-  python3 - "$out/bugzoo-cuda-$tag.json" $(for w in $workshops; do echo "$tmp/bugzoo-$w.json"; done) <<'EOF'
-import json, sys
-from pathlib import Path
-
-merged = None
-for name in sys.argv[2:]:
-    if not Path(name).is_file():
-        print(f"missing {name} (that workshop's bug-zoo run failed: see the log)", file=sys.stderr)
-        continue
-    part = json.loads(Path(name).read_text())
-    if merged is None:
-        merged = part
-        continue
-    merged["header"]["sources"].update(part["header"].get("sources", {}))
-    merged["header"]["date"] = max(merged["header"]["date"], part["header"]["date"])
-    # a part stopped by a time limit keeps the bugs it finished and says complete: false
-    merged["header"]["complete"] = (merged["header"].get("complete", True)
-                                    and part["header"].get("complete", True))
-    merged["bugs"] += part["bugs"]
-if merged is not None:
-    Path(sys.argv[1]).write_text(json.dumps(merged, indent=1) + "\n")
-    bugs = merged["bugs"]
-    print(f"bug zoo: {sum(b['caught'] for b in bugs)} of {len(bugs)} caught -> {sys.argv[1]}")
-EOF
+  zoo_files=()
+  for w in $workshops; do
+    if [[ -f $tmp/bugzoo-$w.json ]]; then
+      zoo_files+=("$tmp/bugzoo-$w.json")
+    else
+      echo "missing $tmp/bugzoo-$w.json (that workshop's bug-zoo run failed: see the log)" >&2
+    fi
+  done
+  if (( ${#zoo_files[@]} )); then
+    python3 -m benchmarks merge-zoo "$out/bugzoo-cuda-$tag.json" "${zoo_files[@]}" || true
+  fi
 fi
