@@ -129,6 +129,11 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
         hint = diagnosis(got64, exp64, bad) or ""
         if hint:
             break
+    if not hint and bool((got64 == 0).all()) and bool((exp64 != 0).any()):
+        # Last, so that a workshop's own reading of an all-zero output (fused GEMM's zeroed
+        # padding, say) is heard first.
+        hint = ("the output is all zeros: is the store missing, is its mask never true, or does "
+                "the launcher return a tensor that no kernel wrote?")
     raise CheckFailed("\n".join(lines), hint=hint, max_error=max_error, tolerance=tol_at_worst)
 
 
@@ -171,6 +176,10 @@ def ratio_constant_per_row(hint: str, *, rtol: float = 1e-3) -> Diagnosis:
         spread = (ratio - med[:, None]).abs().nan_to_num(0.0).amax(dim=1)
         consistent = bool((spread <= rtol * med.abs().clamp_min(1e-30)).all())
         off = bool(((med - 1).abs() > 10 * rtol).any())
-        return hint if consistent and off else None
+        # A normalizer scales a row by a positive factor. A row of zeros (never written) is
+        # "constant" too, and a row of one element is constant whatever went wrong: neither
+        # says anything about the normalizer.
+        scaled = bool((med > 0).all()) and g.shape[-1] >= 2
+        return hint if consistent and off and scaled else None
 
     return diagnose

@@ -338,9 +338,13 @@ def _exception_hint(exc: BaseException) -> str:
                 "tensors; run the check with --device interpreter, whose bounds check names it. "
                 "The CUDA context is now unusable: restart the process")
     if "out-of-bounds" in str(exc):
-        return ("tail not masked: a load or store reached past the end of a tensor (the "
-                "interpreter's bounds check stopped it); mask the lanes beyond the size, or, "
-                "for a loop meant to load without a mask, end it before the ragged last block")
+        # The bounds check cannot tell a missing mask from a wrong address: an output viewed
+        # with its input's layout (a transposed view not transposed back) overruns it too.
+        return ("tail not masked (or a wrong offset or stride): a load or store reached past "
+                "the end of a tensor (the interpreter's bounds check stopped it); mask the "
+                "lanes beyond the size and check the strides each tensor is addressed with, "
+                "or, for a loop meant to load without a mask, end it before the ragged last "
+                "block")
     if name == "CompilationError":
         return "Triton could not compile the kernel: the message shows the line and the reason"
     if name == "InterpreterError":

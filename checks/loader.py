@@ -87,7 +87,10 @@ def load(workshop: str, impl: str | Path | Implementation):
                                 f" has no module for workshop {workshop!r}")
     try:
         return importlib.import_module(implementation.module_name(workshop))
-    except ModuleNotFoundError as exc:
+    except ImportError as exc:
+        if not isinstance(exc, ModuleNotFoundError):
+            _name_the_folder(exc, implementation)
+            raise
         sibling = _missing_sibling(exc, implementation)
         if sibling is None:
             raise
@@ -98,6 +101,19 @@ def load(workshop: str, impl: str | Path | Implementation):
             f"the folder of your file is imported as a package, so copy kernels/{sibling}.py "
             f"next to it (or pass a copy of the whole kernels/ folder as --impl)",
             name=exc.name) from exc
+
+
+def _name_the_folder(exc: ImportError, implementation: Implementation) -> None:
+    """`cannot import name 'x' from '_impl_4d21..._validate'` names our made-up package, which
+    helps nobody: say the file's folder instead. The exception itself is kept (its traceback
+    points at the learner's import line); only its message changes."""
+    prefix = implementation.package + "."
+    if implementation.package in PACKAGES or prefix not in str(exc):
+        return
+    exc.msg = str(exc).replace(f"'{prefix}", f"'{implementation.folder}/")  # what str() shows
+    exc.args = (exc.msg, *exc.args[1:])
+    if exc.name and exc.name.startswith(prefix):
+        exc.name = exc.name[len(prefix):]
 
 
 def _missing_sibling(exc: ModuleNotFoundError, implementation: Implementation) -> str | None:
@@ -120,7 +136,7 @@ def unfilled_exercises(workshop: str, impl: Implementation, uses: tuple[str, ...
         for lineno, line in _todo_lines(path):
             names = {n.strip() for n in TODO_LINE.match(line)["names"].split(",")}
             if function in names:
-                found.append((_display(path), lineno, TODO_LINE.match(line)["names"]))
+                found.append((display_path(path), lineno, TODO_LINE.match(line)["names"]))
     # In file order (sorted as text, line 95 would come after line 209).
     return [f"{path}:{lineno} TODO({names})" for path, lineno, names in sorted(set(found))]
 
@@ -133,7 +149,8 @@ def _todo_lines(path: Path) -> list[tuple[int, str]]:
     return [(i, line) for i, line in enumerate(lines, 1) if TODO_LINE.match(line)]
 
 
-def _display(path: Path) -> str:
+def display_path(path: Path) -> str:
+    """The path relative to the repository when it is inside it (kernels/foo.py), else whole."""
     try:
         return str(path.resolve().relative_to(REPO_ROOT))
     except ValueError:

@@ -14,7 +14,8 @@ finished one that fails says how (not "not ready"):
         except Exception as exc:
             lab.explain(exc)                       # the error and its line in your file
 
-Nothing here raises into the notebook because of learner code: a crash is a FAIL row.
+Nothing here raises a traceback of ours into the notebook because of learner code: a crash is
+a FAIL row, and a file that does not import is one message naming its line.
 """
 
 from __future__ import annotations
@@ -31,17 +32,61 @@ def setup(device: str = "auto") -> str:
     return chosen
 
 
+class NotLoaded(Exception):
+    """Your module did not import. In a notebook it shows as its message alone: a traceback
+    through the loader and importlib would hide the one line that matters, your file's."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython prints these lines, not a traceback
+        return [f"{type(self).__name__}: {self}"]
+
+
+class _Unimported:
+    """Stands in for a module that did not import: every use raises `NotLoaded` with the reason,
+    so later cells say what is wrong (not `NameError: name 'foundations' is not defined`)."""
+
+    def __init__(self, reason: str):
+        self._reason = reason
+
+    def __getattr__(self, name: str):
+        raise NotLoaded(self._reason)
+
+    def __repr__(self) -> str:
+        return f"<not imported: {self._reason}>"
+
+
+_import_failures: dict[tuple[str, str], str] = {}  # (workshop, impl) -> why the last load failed
+
+
 def load(workshop: str, impl: str = "kernels"):
-    """Import (again, picking up your edits) the workshop module of `impl`."""
+    """Import (again, picking up your edits) the workshop module of `impl`.
+
+    If your file does not import (a syntax error, a bad import), this returns a stand-in whose
+    every use says why, pointing at your line, without a traceback; `ready` then says "not
+    ready", so the try-it cells skip until the file imports."""
+    from checks.context import describe_exception
+
     implementation = loader.resolve(impl)
     loader.reload_all(implementation)
-    return loader.load(workshop, implementation)
+    try:
+        module = loader.load(workshop, implementation)
+    except Exception as exc:  # learner code: report it, never raise a traceback of ours
+        reason = (f"{loader.display_path(implementation.module_path(workshop))} does not import: "
+                  f"{describe_exception(exc)}; fix it, then run the cell with "
+                  f"lab.load({workshop!r}, ...) again")
+        _import_failures[(workshop, str(impl))] = reason
+        return _Unimported(reason)  # its first use shows the reason (printing it too would repeat it)
+    _import_failures.pop((workshop, str(impl)), None)
+    return module
 
 
 def ready(workshop: str, impl: str, *names: str) -> bool:
     """True when no TODO line is left for `names` (the names in TODO(...) tags; a dotted name
     such as "strided_softmax.softmax" is another workshop's module); else print the open TODOs
     and return False, so that the cell skips what cannot run yet."""
+    failure = _import_failures.get((workshop, str(impl)))
+    if failure:
+        print(f"Not ready yet, this part is skipped: {failure}")
+        return False
     todo = loader.unfilled_exercises(workshop, loader.resolve(impl), names)
     if todo:
         print("Not ready yet, this part is skipped: fill in " + "; ".join(todo))

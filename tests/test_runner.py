@@ -113,6 +113,40 @@ def test_own_file_without_its_helpers_names_the_file_to_copy(tmp_path):
     assert "_impl_" not in done.stdout  # not the made-up package name Python would print
 
 
+def test_missing_name_in_a_helper_names_the_folder_not_the_made_up_package(tmp_path):
+    for name in ("_validate.py", "_gpu.py"):
+        (tmp_path / name).write_text((ROOT / "references" / name).read_text())
+    source = (ROOT / "references" / "foundations.py").read_text()
+    source = source.replace("from ._validate import ", "from ._validate import no_such_helper, ", 1)
+    (tmp_path / "foundations.py").write_text(source)
+    done = run_checks("run", "foundations", "--impl", str(tmp_path), "--only", "add.values")
+    assert done.returncode == 1
+    assert "cannot import name 'no_such_helper'" in done.stdout, done.stdout
+    assert "_impl_" not in done.stdout
+
+
+def test_notebook_load_of_a_broken_file_says_why_without_a_traceback(tmp_path):
+    # The lesson's pattern: `mod = lab.load(...)`, then cells that use `mod` or ask `lab.ready`.
+    # A file that does not import must neither raise a traceback through our loader nor leave
+    # the later cells to fail with NameError.
+    path = tmp_path / "foundations.py"
+    path.write_text("def add(x, y:\n    pass\n")
+    done = run_python(textwrap.dedent(f"""
+        from checks import notebook as lab
+        mod = lab.load("foundations", {str(path)!r})
+        try:
+            mod.add
+        except lab.NotLoaded as exc:
+            print("RENDERED", exc._render_traceback_())
+        print("READY", lab.ready("foundations", {str(path)!r}, "add"))
+    """))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert f"NotLoaded: {path} does not import: SyntaxError" in done.stdout, done.stdout
+    assert ":1)" in done.stdout  # the line of the learner's file
+    assert "Not ready yet, this part is skipped" in done.stdout and "READY False" in done.stdout
+
+
 def test_json_record_has_the_contract_fields(tmp_path):
     out = tmp_path / "refs.json"
     done = run_checks("run", "foundations", "--impl", "references", "--only", "row_softmax.extreme",
