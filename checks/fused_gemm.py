@@ -7,9 +7,10 @@ relative to the magnitude sum_k |a_ik b_kj| + |bias_j| of what was summed (see `
 
 When a comparison fails, the output is also compared with what the classic mistakes would
 produce (the accumulator rounded before the epilogue, the bias added in the operand dtype, the
-ReLU applied before the bias, the bias indexed by row, the K tail read past K), computed exactly
-the same way; a match names the mistake in the hint. Whole output tiles wrong while others are
-right name the grouped tile-order arithmetic.
+ReLU applied before the bias, the bias indexed by row, the accumulator overwritten at each K
+step, bfloat16 multiplied as raw bits under the interpreter, the K tail read past K, operands or
+the bias read as if contiguous), computed exactly the same way; a match names the mistake in the
+hint. Whole output tiles wrong while others are right name the grouped tile-order arithmetic.
 """
 
 from __future__ import annotations
@@ -131,6 +132,70 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
     return out
 
 
+def _share_within(got, rounded, magnitude, k: int, dtype) -> float:
+    """Share of the outputs within the contract's tolerance of `rounded` (float64 CPU tensors)."""
+    tol = _tolerance(rounded, magnitude, k, dtype)
+    return float(((got - rounded).abs() <= tol).double().mean())
+
+
+def _explains(got, bad, a, b, bias, relu) -> bool:
+    """Whether the contract computed from these (mistaken) inputs explains `got`: within
+    tolerance for at least 90% of the outputs and for clearly more than the right inputs give
+    (the rule of _compare's classic mistakes)."""
+    _, rounded, magnitude = _reference(a, b, bias, relu)
+    share = _share_within(got, rounded, magnitude, a.shape[1], a.dtype)
+    return share >= 0.9 and share > float((~bad).double().mean()) + 0.05
+
+
+def _read_dense(t):
+    """t's memory read as a kernel that ignores t's strides reads it: t.numel() elements in a
+    row from t's first one (the strides of a contiguous tensor of t's shape). None when t's
+    storage ends before that (a broadcast operand's stride 0 needs far less memory than its
+    shape: such a kernel reads past the end, which no tensor here can reproduce)."""
+    dense, step = [], 1
+    for size in reversed(t.shape):
+        dense.insert(0, step)
+        step *= size
+    try:
+        return t.detach().as_strided(t.shape, tuple(dense))
+    except RuntimeError:
+        return None
+
+
+# block_k a launcher may pick: tl.dot needs at least 16, the launchers allow up to 256.
+_BLOCK_KS = (16, 32, 64, 128, 256)
+
+
+def _last_k_step(a, b, bias, relu):
+    """What a kernel outputs whose accumulator is overwritten at each K step (acc = tl.dot(a, b)
+    instead of tl.dot(a, b, acc)): the contract over the last K step's block only. One
+    (start, block_ks, rounded, magnitude) per distinct last block, for the block_k that split K
+    into several steps (the launch's block_k is not known here; any of them may match)."""
+    k = a.shape[1]
+    starts: dict[int, list[int]] = {}
+    for bk in _BLOCK_KS:
+        if bk < k:
+            starts.setdefault((k - 1) // bk * bk, []).append(bk)  # (k_tiles - 1) * block_k
+    out = []
+    for start, bks in starts.items():
+        _, rounded, magnitude = _reference(a[:, start:], b[start:, :], bias, relu)
+        out.append((start, bks, rounded, magnitude))
+    return out
+
+
+def _raw_bf16_product(a, b, bias, relu):
+    """(rounded, magnitude) of what Triton's interpreter outputs for a bfloat16 tl.dot whose tiles
+    were not upcast: it stores bfloat16 as uint16 and multiplies the bit patterns as integers
+    (in float32; the float64 sum here is within the tolerance of that)."""
+    import torch
+
+    def bits(t):
+        return (t.detach().cpu().view(torch.int16).to(torch.int32) & 0xFFFF).double()
+
+    exact, _, magnitude = _reference(bits(a), bits(b), bias, relu)
+    return exact.to(torch.bfloat16).double(), magnitude
+
+
 def _tile_pattern(block_m: int, block_n: int):
     """Diagnosis: whole output tiles wrong while other tiles are right (tile order broken)."""
 
@@ -201,6 +266,27 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         share = ((got64 - candidate).abs() <= tol).double().mean().item()
         if share >= 0.9 and share > best_share + 0.05:
             hint, best_share = text, share
+    # The same for mistakes whose output has its own magnitude (so its own tolerance): the
+    # accumulator overwritten at each K step, and bfloat16 multiplied as raw bits under the
+    # interpreter (the DOT_IN_FP32 upcast left out).
+    for start, bks, candidate, cand_magnitude in _last_k_step(a, b, bias, relu):
+        share = _share_within(got64, candidate, cand_magnitude, k - start, a.dtype)
+        if share >= 0.9 and share > best_share + 0.05:
+            shown = " or ".join(str(bk) for bk in bks)
+            hint, best_share = (
+                f"accumulator not carried across K steps: the output matches the last K step "
+                f"alone (K positions {start}..{k - 1} of K = {k}, block_k = {shown}); "
+                "acc = tl.dot(a, b, acc) adds each K block's product to the running sum, "
+                "acc = tl.dot(a, b) keeps only the last block"), share
+    if truncate and a.dtype == torch.bfloat16 and k > 0:
+        candidate, cand_magnitude = _raw_bf16_product(a, b, bias, relu)
+        share = _share_within(got64, candidate, cand_magnitude, k, a.dtype)
+        if share >= 0.9 and share > best_share + 0.05:
+            hint, best_share = (
+                "bfloat16 multiplied as raw bits: the output matches Triton's interpreter "
+                "multiplying the bfloat16 bit patterns as 16-bit integers (it stores bfloat16 "
+                "as uint16); if DOT_IN_FP32, upcast both tiles to float32 before tl.dot "
+                "(exact, see the module docstring)"), share
     diagnoses = list(extra)
     if tile is not None:
         diagnoses.append(_tile_pattern(*tile))
@@ -382,18 +468,27 @@ def forward_layouts(ctx, impl, case):
     b = _operand(ctx, k, n, case.dtype, case.b)
     bias = _bias(ctx, n, True)
     out = _run(ctx, impl, a, b, bias, True)
-    _compare(ctx, out, a, b, bias, True, extra=[_strides_ignored(a, b)])
+    _compare(ctx, out, a, b, bias, True, extra=[_strides_ignored(a, b, bias, True)])
     _note_upcast(ctx, case.dtype)
 
 
-def _strides_ignored(a, b):
+def _strides_ignored(a, b, bias, relu):
+    """Diagnosis: the output is what a kernel outputs that reads a non-contiguous operand (or
+    both) as if it were contiguous. Most outputs wrong is not evidence enough: any wrong sum
+    does that on these layouts."""
+
     def diagnose(got, expected, bad):
-        if bad.double().mean() < 0.5:
-            return None
-        if not a.is_contiguous() or not b.is_contiguous():
-            return (f"stride ignored: most outputs are wrong for a strides {a.stride()} and b "
-                    f"strides {b.stride()}; address A[m, k] as a_ptr + m * stride_am + k * "
-                    "stride_ak (and B likewise) for every dimension, never assume contiguity")
+        dense_a = None if a.is_contiguous() else _read_dense(a)
+        dense_b = None if b.is_contiguous() else _read_dense(b)
+        tried = [(dense_a, b, "a"), (a, dense_b, "b"), (dense_a, dense_b, "a and b")]
+        for x, y, which in tried:
+            if x is None or y is None:
+                continue
+            if _explains(got, bad, x, y, bias, relu):
+                return (f"stride ignored: the output matches {which} read as if contiguous (a "
+                        f"strides {a.stride()}, b strides {b.stride()}); address A[m, k] as "
+                        "a_ptr + m * stride_am + k * stride_ak (and B likewise) for every "
+                        "dimension, never assume contiguity")
         return None
 
     return diagnose
@@ -419,10 +514,23 @@ def forward_bias_layouts(ctx, impl, case):
     else:
         bias = ctx.randn((1,), "float32", scale=2.0).expand(n)
     out = _run(ctx, impl, a, b, bias, False)
-    _compare(ctx, out, a, b, bias, False, extra=[lambda g, e, bad: (
-        f"bias stride ignored: bias has stride {bias.stride(0)}, so bias[n] lives at "
-        "bias_ptr + n * stride, not bias_ptr + n (or make the launcher pass a contiguous copy)")])
+    _compare(ctx, out, a, b, bias, False, extra=[_bias_stride_ignored(a, b, bias, False)])
     _note_upcast(ctx, case.dtype)
+
+
+def _bias_stride_ignored(a, b, bias, relu):
+    """Diagnosis: the output matches the bias read with stride 1 (bias_ptr + n). Not for the
+    expand()ed bias: its one float of storage cannot show what lies past it."""
+
+    def diagnose(got, expected, bad):
+        dense = _read_dense(bias)
+        if dense is None or not _explains(got, bad, a, b, dense, relu):
+            return None
+        return (f"bias stride ignored: the output matches bias read at bias_ptr + n, but bias "
+                f"has stride {bias.stride(0)}, so bias[n] lives at bias_ptr + n * stride (or "
+                "make the launcher pass a contiguous copy)")
+
+    return diagnose
 
 
 def _zero_k_cases(device: str) -> list[Case]:
@@ -441,10 +549,25 @@ def forward_zero_k(ctx, impl, case):
     a = torch.empty((case.m, 0), dtype=dtype, device=ctx.torch_device)
     b = torch.empty((0, case.n), dtype=dtype, device=ctx.torch_device)
     bias = _bias(ctx, case.n, case.bias)
-    out = _run(ctx, impl, a, b, bias, case.relu)
-    _compare(ctx, out, a, b, bias, case.relu, extra=[lambda g, e, bad: (
-        "zero K: with K = 0 the sum over k is empty, so acc = 0 and the output is relu(bias) "
-        "(or zeros); the K loop must run zero times and the epilogue still runs")])
+    # New memory is NaN during the call: an output never written shows as NaN, not as whatever
+    # the allocator held (often zeros, which would pass without a bias).
+    with _uninitialized_memory_filled():
+        out = _run(ctx, impl, a, b, bias, case.relu)
+    _compare(ctx, out, a, b, bias, case.relu, extra=[_zero_k_skipped])
+
+
+def _zero_k_skipped(got, expected, bad):
+    """Diagnosis (K = 0): every wrong output is 0 (acc = 0 stored without the epilogue's bias)
+    or NaN (the output never written: no launch, or a kernel that returned before its store)."""
+    g = got[bad]
+    zeros, nans = int((g == 0).sum()), int(g.isnan().sum())
+    if g.numel() == 0 or zeros + nans < g.numel():
+        return None
+    seen = " and ".join(s for s, n in ((f"{zeros} are 0 (no bias added)", zeros),
+                                        (f"{nans} NaN (never written)", nans)) if n)
+    return (f"zero K: of the wrong outputs {seen}; with K = 0 the sum over k is empty, so "
+            "acc = 0 and the output is relu(bias) (or zeros): the K loop must run zero times and "
+            "the epilogue and the store still run")
 
 
 def _empty_cases(device: str) -> list[Case]:
@@ -543,7 +666,7 @@ def forward_k_tail(ctx, impl, case):
                     "and row K of B; mask the lanes k0 + offs_k >= K with other=0.0 on both loads")
         return None
 
-    _compare(ctx, out, a, b, None, False, extra=[k_tail])
+    _compare(ctx, out, a, b, None, False, extra=[k_tail, _strides_ignored(a, b, None, False)])
     _knobs_ignored(launched, knobs)
     _note_upcast(ctx, case.dtype)
 

@@ -129,6 +129,22 @@ BUGS = [
         find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
         replace="        acc += tl.dot(a, b).to(c_ptr.dtype.element_ty).to(tl.float32)\n",
         check="contract.early_rounding", hint="rounding before the epilogue"),
+    # The accumulator overwritten at each K step: only the last K block's product remains. In
+    # the pointer kernel, the one forward.ragged runs under the interpreter (and on a GPU for
+    # its unaligned shapes).
+    Bug("acc_not_carried",
+        find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc = tl.dot(a, b)  # float32 accumulation\n",
+        check="forward.ragged", hint="accumulator not carried across K steps"),
+    # The pointer kernel launched with A's strides taken as those of a contiguous A (K, 1).
+    Bug("a_strides_ignored",
+        find="a, b, bias, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),",
+        replace="a, b, bias, c, M, N, K, K, 1, b.stride(0), b.stride(1),",
+        check="forward.layouts", hint="stride ignored: the output matches a read as if"),
+    # K = 0 treated like an empty output: the launcher returns the new (uninitialized) C.
+    Bug("zero_k_not_computed", find="    if M == 0 or N == 0:\n        return c\n",
+        replace="    if M == 0 or N == 0 or K == 0:\n        return c\n",
+        check="forward.zero_k", hint="zero K"),
     # Rows past M not wrapped: the last tile row loads A past its end.
     Bug("a_rows_no_wrap", find="    a_rows = (offs_m % M).to(tl.int64)",
         replace="    a_rows = offs_m.to(tl.int64)", check="forward.ragged",
