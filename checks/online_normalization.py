@@ -155,8 +155,21 @@ def _seed_text(ctx) -> str:
             f"{ctx.case_seed}]")
 
 
+# What a NaN becomes in strict mode, before any NaN test can see it: NumPy's
+# FloatingPointError (or a RuntimeWarning turned into an error), math's ValueError ("math domain
+# error"), an OverflowError, or the ValueError of the State constructor refusing a NaN field.
+# A crash of another kind (NameError, TypeError, NotImplementedError) is not arithmetic: it
+# names no classic mistake of the formulas.
+NAN_ERRORS = (ArithmeticError, ValueError, Warning)
+
+# The functions whose result is a state: anything else (a bare (m, s) tuple, None) breaks the
+# next merge, log_sum_exp or softmax, far from the line that made it.
+RETURNS_STATE = ("identity", "from_values", "merge")
+
+
 def _call(ctx, impl, fn_name: str, *args, all_raise: bool = False):
-    """Call impl.<fn_name>(*args) in strict mode; a crash or warning is a FAIL with a hint.
+    """Call impl.<fn_name>(*args) in strict mode; a crash, a warning or a result that is not a
+    State (for identity, from_values and merge) is a FAIL with a hint.
 
     `all_raise` also turns underflow into an error (the identity laws: no floating-point
     event at all)."""
@@ -165,17 +178,57 @@ def _call(ctx, impl, fn_name: str, *args, all_raise: bool = False):
     fn = getattr(impl, fn_name)
     try:
         with strict(underflow=all_raise):
-            return call_learner(fn, *args, label=f"{fn_name}{_short(args)}")
+            result = call_learner(fn, *args, label=f"{fn_name}{_short(args)}")
     except CheckFailed as exc:
         raise CheckFailed(f"{exc.message} {_seed_text(ctx)}",
-                          hint=exc.hint or _diagnose(impl) or "") from exc
+                          hint=(exc.hint or _empty_input_hint(impl, fn_name, args, exc.__cause__)
+                                or _diagnose(impl) or "")) from exc
+    if fn_name in RETURNS_STATE and not _is_state(impl, result):
+        raise CheckFailed(f"{fn_name} returned {type(result).__name__}, expected a State: "
+                          f"{fn_name}{_short(args)} = {_cut(repr(result))} {_seed_text(ctx)}",
+                          hint=HINT_NOT_STATE)
+    return result
+
+
+def _empty_input_hint(impl, fn_name: str, args, error) -> str:
+    """The hint for an arithmetic error raised on an input without mass (the empty state, a row
+    with no finite value): the classic missing branch. Strict mode turns its NaN
+    (-inf - (-inf), log(0), 0 / 0) into an exception, so the NaN tests never see it."""
+    import numpy as np
+
+    if not isinstance(error, NAN_ERRORS):
+        return ""
+    if fn_name == "from_values":
+        row = args[0]
+        if isinstance(row, np.ndarray) and row.dtype.kind == "f" and not np.isfinite(row).any():
+            return HINT_NO_MASS
+        return ""
+    empty_state = any(_is_state(impl, a) and getattr(a, "s", None) == 0.0 for a in args)
+    if fn_name == "log_sum_exp" and empty_state:
+        return HINT_LSE_EMPTY
+    if fn_name == "softmax" and empty_state:
+        return HINT_SOFTMAX_EMPTY
+    return ""
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _short(args) -> str:
+    """The arguments of a call, for a message: an array of up to 8 values shows them (a row of
+    -inf must read as one), a longer one its length; anything else its repr, cut short."""
+    import numpy as np
+
     parts = []
     for a in args:
-        text = repr(a) if not hasattr(a, "shape") else f"<array of {a.shape[0]} values>"
-        parts.append(text if len(text) <= 60 else text[:57] + "...")
+        if not isinstance(a, np.ndarray):
+            parts.append(_cut(repr(a)))
+        elif a.ndim == 1 and a.size <= 8:
+            parts.append(repr(a))
+        else:
+            parts.append(f"<array of {a.size} values>" if a.ndim == 1
+                         else f"<array of shape {a.shape}>")
     return "(" + ", ".join(parts) + ")"
 
 
@@ -183,8 +236,13 @@ def _fail(ctx, impl, message: str, fallback: str = ""):
     raise CheckFailed(f"{message} {_seed_text(ctx)}", hint=_diagnose(impl) or fallback)
 
 
-def _bits(state) -> bytes:
-    return struct.pack("<dd", state.m, state.s)
+def _bits(state) -> bytes | None:
+    """The exact bits of (m, s); None for anything that is not a pair of floats with .m and .s
+    (a learner's tuple, None): callers test `_is_state` first, and this never raises."""
+    try:
+        return struct.pack("<dd", state.m, state.s)
+    except (AttributeError, TypeError, struct.error):
+        return None
 
 
 def _is_state(impl, value) -> bool:
@@ -220,6 +278,15 @@ HINT_CHUNK_SOFTMAX = ("chunk normalised with its own statistics: normalise a chu
                       "merged state's m and s, not the chunk's own: softmax([0, 1], "
                       "from_values([0, 1, 2, 3])) must be exp([0, 1] - 3) / s = [0.03206, "
                       "0.08714], not the chunk's own softmax or exp(x - max(x)) / s")
+HINT_NOT_STATE = ("not a State: identity, from_values and merge return State(m, s), not a bare "
+                  "(m, s) tuple (or None): merge, log_sum_exp and softmax read .m and .s and "
+                  "refuse anything but a State")
+HINT_NO_MASS = ("a row without a finite value (empty, or all -inf) has no mass: return "
+                "identity(); its maximum is -inf, so x - m computes -inf - (-inf) = NaN")
+HINT_LSE_EMPTY = ("the empty state's log-sum-exp is -inf, not NaN: handle s == 0 (math.log(0.0) "
+                  "raises a ValueError; return -math.inf explicitly)")
+HINT_SOFTMAX_EMPTY = ("the empty state (all -inf row) gives zeros, not exp(-inf - (-inf)) / 0 = "
+                      "NaN: return np.zeros_like(x) when s == 0")
 HINT_FAR_SIDE = ("far-below side dropped: merge(State(0, 1), State(-37, 1e12)) must be "
                  "State(0, 1 + 1e12 * exp(-37)) = State(0, 1.0000853...); every side counts, "
                  "however far below its maximum (exp of a very negative gap underflows to 0 "
@@ -229,17 +296,33 @@ HINT_FAR_SIDE = ("far-below side dropped: merge(State(0, 1), State(-37, 1e12)) m
 def _diagnose(impl) -> str | None:
     """Probe the implementation on hand-checkable inputs; name the first classic mistake found.
 
-    Order matters: an unhandled identity or a wrong merged max also breaks symmetry, so the
-    more specific mistakes are tested first.
+    A hint is best effort: when the learner's code defeats a probe in a way it did not foresee,
+    there is no hint, never a crash of the checks that would hide the FAIL it explains.
+    """
+    try:
+        return _first_mistake(impl)
+    except Exception:  # noqa: BLE001 - learner objects may break any assumption of a probe
+        return None
+
+
+def _first_mistake(impl) -> str | None:
+    """The probes of `_diagnose`. Order matters: an unhandled identity or a wrong merged max
+    also breaks symmetry, so the more specific mistakes are tested first. A probe that crashes
+    names a mistake only where that mistake crashes in strict mode (an arithmetic error, see
+    NAN_ERRORS): a NameError in merge is not an asymmetric merge.
     """
     import numpy as np
 
-    def attempt(fn, *args):
+    def run(fn, *args):
+        """(result, None), or (None, the exception) when the call raises."""
         try:
             with strict(underflow=False):
-                return fn(*args)
-        except Exception:  # noqa: BLE001 - a probe that crashes counts as a wrong answer
-            return None
+                return fn(*args), None
+        except Exception as exc:  # noqa: BLE001 - learner code may raise anything
+            return None, exc
+
+    def attempt(fn, *args):
+        return run(fn, *args)[0]
 
     State = getattr(impl, "State", None)
     if State is None:
@@ -250,16 +333,27 @@ def _diagnose(impl) -> str | None:
         return (state is not None and _is_state(impl, state) and state.m == m
                 and abs(state.s - s) <= 1e-12 * s)
 
+    # A result that is not a State at all (a bare tuple, None) comes first: every other probe
+    # reads .m and .s.
+    for fn, args in ((impl.identity, ()), (impl.from_values, (np.array([0.0, 1.0]),)),
+                     (impl.merge, (attempt(State, 0.0, 1.0), attempt(State, 1.0, 1.0)))):
+        got, error = run(fn, *args)
+        if error is None and not _is_state(impl, got):
+            return HINT_NOT_STATE
     empty = attempt(impl.identity)
-    both = attempt(impl.merge, empty, empty) if empty is not None else None
-    if empty is not None and (both is None or not _is_state(impl, both)
-                              or _bits(both) != _bits(empty)):
-        return HINT_IDENTITY
-    # A crash, a wrong maximum or a sum far off (inf, NaN, 0) is the missing shift; a sum
-    # right to a few float32 ulps only is a sum taken in float32.
+    if empty is not None:
+        both, error = run(impl.merge, empty, empty)
+        if error is None and not _is_state(impl, both):
+            return HINT_NOT_STATE
+        if isinstance(error, NAN_ERRORS) or (error is None and _bits(both) != _bits(empty)):
+            return HINT_IDENTITY
+    # An arithmetic crash, a wrong maximum or a sum far off (inf, NaN, 0) is the missing shift;
+    # a sum right to a few float32 ulps only is a sum taken in float32.
     imprecise = False
     for row, m in (([1000.0, 999.0], 1000.0), ([-1000.0, -1001.0], -1000.0)):
-        got = attempt(impl.from_values, np.array(row))
+        got, error = run(impl.from_values, np.array(row))
+        if error is not None and not isinstance(error, NAN_ERRORS):
+            break  # from_values crashes for another reason: these probes cannot tell
         if not (got is not None and _is_state(impl, got) and got.m == m
                 and math.isfinite(got.s) and abs(got.s - e1) <= 1e-3 * e1):
             return HINT_SHIFT
@@ -291,7 +385,9 @@ def _diagnose(impl) -> str | None:
         a = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
         b = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
         ab, ba = attempt(impl.merge, a, b), attempt(impl.merge, b, a)
-        if ab is None or ba is None or _bits(ab) != _bits(ba):
+        # Only two States can be asymmetric: a merge that crashes (or returns something else)
+        # on these states says nothing about the order of its arguments.
+        if _is_state(impl, ab) and _is_state(impl, ba) and _bits(ab) != _bits(ba):
             return HINT_SYMMETRY
     # A side far below the other still adds its rescaled sum (no "negligible" shortcut).
     far = (attempt(State, 0.0, 1.0), attempt(State, -37.0, 1e12))
@@ -327,7 +423,7 @@ def _compare_state(ctx, impl, got, exact: Exact, merges: int, what: str) -> floa
     if exact.empty:
         if _bits(got) != _bits(impl.State(-math.inf, 0.0)):
             _fail(ctx, impl, f"{what} = {got}, expected the empty state (-inf, 0.0): the row has "
-                  "no finite value", "a row of -inf (or no values) has no mass: identity()")
+                  "no finite value", HINT_NO_MASS)
         return 0.0
     if got.m != exact.m:
         _fail(ctx, impl, f"{what}: m = {got.m!r}, expected the row's maximum {exact.m!r} exactly "
@@ -376,7 +472,7 @@ def identity_laws(ctx, impl, case):
         got = _call(ctx, impl, "from_values", np.array(row, dtype=np.float64), all_raise=True)
         if not _is_state(impl, got) or _bits(got) != _bits(empty):
             _fail(ctx, impl, f"from_values({row}) = {got!r}, expected the identity State(-inf, 0.0)",
-                  "a row without a finite value has no mass: return identity()")
+                  HINT_NO_MASS)
     states = [impl.State(0.0, 1.0), impl.State(-0.0, 1.0), impl.State(1e300, 1.0),
               impl.State(-1e300, 7.5), impl.State(709.0, 3.25), impl.State(-745.0, 1.0),
               impl.State(2.5, 1e15)]
@@ -570,8 +666,7 @@ def log_sum_exp_high_precision(ctx, impl, case):
         if exact.empty:
             if got != -math.inf:
                 _fail(ctx, impl, f"log_sum_exp of {how} = {got!r} for a row without a finite "
-                      "value; expected -inf (log of an empty sum)",
-                      "the empty state's log-sum-exp is -inf, not NaN: handle s == 0")
+                      "value; expected -inf (log of an empty sum)", HINT_LSE_EMPTY)
             continue
         # Error budget: s's relative error becomes an absolute error of log(s); log and the
         # final addition each round once, relative to their results (2 ulps each, 4U).
@@ -636,8 +731,7 @@ def _check_softmax(ctx, impl, x, state, expected, exact, merges, what, *, offset
     if np.isnan(got).any():
         i = int(np.flatnonzero(np.isnan(got))[0])
         _fail(ctx, impl, f"{what} has NaN at index {offset + i} (x = {x[i]!r}, state {state})",
-              "the empty state (all -inf row) gives zeros, not exp(-inf - (-inf)) / 0 = NaN"
-              if exact.empty else fallback)
+              HINT_SOFTMAX_EMPTY if exact.empty else fallback)
     # Per element: the gap d = m - x rounds once (relative error d*U after exp), exp is
     # within EXP_ULPS ulps, s carries its merge budget, the division rounds once. The
     # absolute floor covers results in the subnormal range (a few steps of 2^-1074).
@@ -701,7 +795,7 @@ def bad_calls(ctx, impl, case):
     import numpy as np
 
     State = impl.State
-    good = impl.from_values([1.0, 2.0])
+    good = _call(ctx, impl, "from_values", [1.0, 2.0])  # a crash here is a FAIL that names the call
     calls = [
         ("merge: a tuple instead of a State", impl.merge, ((0.0, 1.0), good), TypeError, ["State"]),
         ("merge: None", impl.merge, (good, None), TypeError, ["State"]),

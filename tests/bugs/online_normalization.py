@@ -109,6 +109,27 @@ BUGS = [
     Bug("as_row_accepts_0d",
         find="    if array.ndim != 1:\n", replace="    if array.ndim > 1:\n",
         check="bad_calls", hint="from_values accepts a 0-D scalar"),
+    # merge returns the bare pair (m, s): the next merge (and log_sum_exp, softmax) refuses it,
+    # far from the line that made it; the checks test the returned type and say so.
+    Bug("merge_returns_tuple",
+        find=("    s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)\n    # END EXERCISE\n"
+              "    return State(m, s)\n"),
+        replace=("    s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)\n    # END EXERCISE\n"
+                 "    return m, s\n"),
+        check="merge.commutative", hint="not a State"),
+    # from_values without the all -inf branch: m = -inf, and x - m = -inf - (-inf) is NaN,
+    # which strict mode raises as a FloatingPointError before any NaN test sees it.
+    Bug("from_values_no_all_neg_inf_branch",
+        find="    if m == -math.inf:\n        return identity()\n", replace="",
+        check="identity.laws", hint="has no mass: return identity()"),
+    # log_sum_exp without the s == 0 branch: math.log(0.0) raises ValueError (math domain error).
+    Bug("log_sum_exp_no_empty_branch",
+        find="    if state.s == 0.0:\n        return -math.inf\n", replace="",
+        check="log_sum_exp.high_precision", hint="not NaN: handle s == 0"),
+    # softmax without the zeros branch: exp(-inf - (-inf)) / 0 raises in strict mode.
+    Bug("softmax_no_empty_branch",
+        find="    if state.s == 0.0:\n        return np.zeros_like(x)\n", replace="",
+        check="softmax.high_precision", hint="gives zeros, not exp(-inf - (-inf)) / 0"),
     # softmax's result cast to float32: right to 7 digits, but not the float64 the API promises.
     Bug("softmax_float32_out",
         find="        return np.exp(x - state.m) / state.s\n",
