@@ -7,9 +7,11 @@ the CPU model of workshop 4 (`references.online_normalization`). Interpreter run
 to 4097 with small chunks (several chunks per row, a ragged last chunk); GPU runs go to 262144.
 
 A failing comparison is matched against models of the classic mistakes, computed from the same
-input in float64 (denominators merged without rescaling, a chunk-local max in the normalization,
-another row's statistics, an unmasked last chunk): when the output equals one of them, the hint
-names it.
+input in float64 (denominators merged without rescaling or with the rescale factor inverted, a
+chunk-local max in the normalization, another row's statistics): when the output equals one of
+them, the hint names it. Where the model needs what the learner's code did (an unmasked last
+chunk, a padded merge lane), the diagnosis asks the learner's own stage on a chosen input and
+names the mistake only if that stage shows it.
 """
 
 from __future__ import annotations
@@ -103,24 +105,55 @@ def _chunk_for(impl, case, x) -> int | None:
 # ---------------------------------------------------------------------------------------------
 # Models of the classic mistakes, for the hints
 # ---------------------------------------------------------------------------------------------
+# A hint names a mistake only when the failure is what that mistake gives: each diagnosis below
+# rebuilds the mistake's result (in float64, or by asking the learner's own stage on a chosen
+# input) and compares; a symptom several mistakes share (NaN, too small a row) is not enough.
 def _close(got, model, dtype: str, rtol: float | None = None) -> bool:
-    """Does `got` equal `model` within the dtype's output tolerance (NaN matching NaN)?"""
-    import torch
-
+    """Does `got` equal `model` within the dtype's output tolerance (NaN matching NaN, and an
+    infinity the same infinity)?"""
     from checks.compare import tolerance_for
 
     tol = tolerance_for(dtype)
     rtol = tol.rtol if rtol is None else rtol
     if got.shape != model.shape:
         return False
-    both_nan = got.isnan() & model.isnan()
+    agree = (got.isnan() & model.isnan()) | (got.isinf() & (got == model))
     ok = (got - model).abs() <= tol.atol + rtol * model.abs()
-    return bool(torch.where(both_nan, torch.ones_like(ok), ok).all())
+    return bool((ok | agree).all())
+
+
+def _explains(got, model, bad, dtype: str) -> bool:
+    """Does `model` explain a failure: `got` equals it, and at some wrong element it is a
+    number clearly above 0? (An output of zeros or NaN is what many mistakes give: a model
+    that is ~0 or NaN wherever the output is wrong matches it without saying which.)"""
+    from checks.compare import tolerance_for
+
+    at_bad = model[bad]
+    informative = bool((at_bad.isfinite() & (at_bad.abs() > 2 * tolerance_for(dtype).atol)).any())
+    return informative and _close(got, model, dtype)
+
+
+def _inverted_sums(m, s):
+    """sum_c s_c * exp(m_row - m_c) per row, float64: the merge with its rescale factor upside
+    down. inf where float32 overflows (as the kernel's sum does); NaN for a chunk of only -inf
+    (0 * exp(inf)), as in the kernel."""
+    import torch
+
+    m_row = m.amax(dim=1, keepdim=True)
+    total = (s * torch.exp(m_row - m)).sum(dim=1)
+    too_big = total > torch.finfo(torch.float32).max
+    return torch.where(too_big, torch.full_like(total, float("inf")), total)
+
+
+HINT_INVERTED = ("rescale factor inverted: merge_stats scaled each chunk's sum by "
+                 "exp(m_row - m_c) >= 1; it must be exp(m_c - m_row) <= 1 (the chunk's maximum "
+                 "minus the row's), which shrinks the sums of chunks whose maximum lies below "
+                 "the row's")
 
 
 def _mistake_models(x64, chunk: int, *, merge: bool = True):
     """Outputs of the classic mistakes on this input: [(hint, model output)]. merge=False leaves
-    out the merge's mistake (for `normalize` alone, which is handed correct statistics)."""
+    out the merge's mistakes (for `normalize` alone, which is handed correct statistics)."""
     import torch
 
     n_rows, n_cols = x64.shape
@@ -136,6 +169,7 @@ def _mistake_models(x64, chunk: int, *, merge: bool = True):
             "are; each is a sum of exp(x - m_c) and must be multiplied by exp(m_c - m_row) "
             "before the chunks can be added",
             torch.exp(x64 - m_row) / s.sum(dim=1, keepdim=True)))
+        models.append((HINT_INVERTED, torch.exp(x64 - m_row) / _inverted_sums(m, s)[:, None]))
     if m.shape[1] > 1:
         models.append((
             "chunk-local max: normalize subtracted each chunk's own maximum instead of the "
@@ -148,7 +182,65 @@ def _mistake_models(x64, chunk: int, *, merge: bool = True):
     return models
 
 
-def _output_diagnoses(x, chunk: int | None, dtype: str, *, merge: bool = True):
+def _partial_probe(impl, x, chunk: int):
+    """The learner's partial_stats(x, chunk) as float64 CPU tensors, or None if it raises
+    (a probe inside a diagnosis: the failure being diagnosed stands either way)."""
+    try:
+        m, s = impl.partial_stats(x, chunk)
+        return m.detach().cpu().double(), s.detach().cpu().double()
+    except Exception:  # noqa: BLE001 - no diagnosis then
+        return None
+
+
+def _stats_wrong(m, s, m64, s64):
+    """(M, C) mask of the partial states that differ from float64: m exactly, s by STAT_RTOL."""
+    if m.shape != m64.shape or s.shape != s64.shape:
+        return None
+    return (m != m64) | ~((s - s64).abs() <= STAT_RTOL * s64.abs())
+
+
+def _another_rows_stats(x64, chunk: int | None, got, bad, dtype: str) -> bool:
+    """Is every wrong row r of `got` exp(x_r - m') / s' with statistics (m', s') that are not
+    row r's: another row's maximum, sum or both, or (a merge that steps rows with the wrong
+    stride) the merge of C consecutive partial states of the row-major (M, C) buffer?"""
+    import torch
+
+    m = x64.amax(dim=1)
+    s = torch.exp(x64 - m[:, None]).sum(dim=1)
+    stats = [(m, s)]
+    if chunk is not None:
+        m_c, s_c = _chunk_stats64(x64, chunk)
+        n_chunks = m_c.shape[1]
+        m_win = m_c.flatten().unfold(0, n_chunks, 1)  # every C consecutive states
+        s_win = s_c.flatten().unfold(0, n_chunks, 1)
+        m_merged = m_win.amax(dim=1)
+        shift = torch.where(torch.isinf(m_merged), torch.zeros_like(m_merged), m_merged)
+        stats.append((m_merged, (s_win * torch.exp(m_win - shift[:, None])).sum(dim=1)))
+    rows = torch.arange(x64.shape[0])
+    wrong_rows = bad.any(dim=1).nonzero().flatten().tolist()
+    for r in wrong_rows:
+        others = rows[rows != r]
+        # (m', s'): another row's m and s, or a window's; own m with another row's s; another
+        # row's m with own s
+        cand_m = torch.cat([m[others]] + [wm for wm, _ in stats[1:]]
+                           + [m[r].expand(len(others)), m[others]])
+        cand_s = torch.cat([s[others]] + [ws for _, ws in stats[1:]]
+                           + [s[others], s[r].expand(len(others))])
+        # each candidate scales the right row by one factor; the measured factor is the
+        # median of got / expected over the row's clearly nonzero elements
+        factor = (m[r] - cand_m) + torch.log(s[r]) - torch.log(cand_s)
+        expected = torch.exp(x64[r] - m[r]) / s[r]
+        seen = (expected > 1e-30) & (got[r] > 0) & got[r].isfinite()
+        if not bool(seen.any()):
+            return False
+        measured = (got[r][seen] / expected[seen]).log().median()
+        best = int((factor - measured).abs().nan_to_num(float("inf")).argmin())
+        if not _close(got[r], torch.exp(x64[r] - cand_m[best]) / cand_s[best], dtype):
+            return False
+    return bool(wrong_rows)
+
+
+def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = True):
     """Diagnoses for split_softmax / normalize outputs on input `x` (merge=False: `normalize`
     alone, given correct statistics, so neither the merge nor the partial sums can be wrong)."""
     x64 = x.detach().to("cpu").double()
@@ -157,13 +249,18 @@ def _output_diagnoses(x, chunk: int | None, dtype: str, *, merge: bool = True):
         if chunk is None:
             return None
         for hint, model in _mistake_models(x64, chunk, merge=merge):
-            if _close(got, model, dtype):
+            if _explains(got, model, bad, dtype):
                 return hint
         return None
 
     def other_row(got, expected, bad):
-        rows_bad = bad.reshape(-1, got.shape[-1]).any(dim=1)
-        if got.shape[0] > 1 and not bool(rows_bad[0]) and bool(rows_bad[1:].any()):
+        # The hint's whole claim, tested: row 0 right, and each wrong row is exactly what
+        # another row's statistics give (a wrong exponent or a bad tail also scales whole rows
+        # by a constant, and row 0 can fall within tolerance by chance).
+        bad_rows = bad.reshape(-1, got.shape[-1])
+        if got.shape[0] < 2 or bool(bad_rows[0].any()):
+            return None
+        if _another_rows_stats(x64, chunk, got, bad_rows, dtype):
             return ("another row's statistics: row 0 is right but later rows are off, each by "
                     "its own constant factor: merge_stats reads the partial states of another "
                     "row (the row stride of the (M, C) buffers?), or normalize indexes m_row / "
@@ -176,9 +273,16 @@ def _output_diagnoses(x, chunk: int | None, dtype: str, *, merge: bool = True):
         if chunk is None or got.shape[-1] % chunk == 0 or not bool(bad.any()):
             return None
         # Too large a denominator in every row of a ragged width: the last chunk's padded lanes
-        # were counted (an unmasked load reads whatever lies past the row).
+        # were counted (an unmasked load reads whatever lies past the row) ...
         ratio = got / torch.where(expected == 0, torch.ones_like(expected), expected)
-        if bool((ratio[bad] < 1).all()):
+        if not bool((ratio[bad] < 1).all()):
+            return None
+        # ... which partial_stats shows: its last chunk's states wrong, every other one right.
+        probe = _partial_probe(impl, x, chunk)
+        if probe is None:
+            return None
+        wrong = _stats_wrong(*probe, *_chunk_stats64(x64, chunk))
+        if wrong is not None and bool(wrong[:, -1].any()) and not bool(wrong[:, :-1].any()):
             return ("tail not masked: the last chunk is ragged, and its lanes past the width "
                     "were loaded as values (not -inf) and counted in the denominator")
         return None
@@ -358,21 +462,62 @@ def _lane_past_the_row(m_in, m64):
     return diagnose
 
 
+def _merge_probe(ctx, impl, m_values, s_values):
+    """The learner's merge_stats on one row of given float32 states, as (m_row, s_row) floats,
+    or None if it raises."""
+    torch = ctx.torch
+    m = torch.tensor([m_values], dtype=torch.float32, device=ctx.torch_device)
+    s = torch.tensor([s_values], dtype=torch.float32, device=ctx.torch_device)
+    try:
+        m_row, s_row = impl.merge_stats(m, s)
+        return float(m_row[0]), float(s_row[0])
+    except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+        return None
+
+
 def _merge_pad_probe(ctx, impl, *, nan_only: bool):
     """Diagnosis: merge 7 states at m = -1000 (one row); NaN there, or a maximum of 0, is a
-    padded lane loaded with a finite m. `nan_only`: run only when the failure shows NaN/Inf."""
+    padded lane loaded with a finite m, if 7 states at maxima above 0 (where a padded lane at
+    m = 0 adds 0 * exp(0 - m_row) = 0 and is never the maximum) merge right. `nan_only`: run
+    only when the failure shows NaN/Inf."""
 
     def diagnose(got, expected, bad):
-        torch = ctx.torch
+        import math
+
         if nan_only and not bool((~got.isfinite() & expected.isfinite()).any()):
             return None
-        m = torch.full((1, 7), -1000.0, dtype=torch.float32, device=ctx.torch_device)
-        try:
-            m_row, s_row = impl.merge_stats(m, torch.ones_like(m))
-            m_row, s_row = float(m_row[0]), float(s_row[0])
-        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+        low = _merge_probe(ctx, impl, [-1000.0] * 7, [1.0] * 7)
+        if low is None or not (low[1] != low[1] or low[0] == 0.0):
             return None
-        return HINT_MERGE_PAD if s_row != s_row or m_row == 0.0 else None
+        # Anything else wrong in the merge (an inverted rescale gives NaN in padded lanes
+        # too) fails here as well.
+        high = _merge_probe(ctx, impl, [float(k) for k in range(1, 8)], [1.0] * 7)
+        right = sum(math.exp(k - 7) for k in range(1, 8))
+        if high is None or high[0] != 7.0 or not abs(high[1] - right) <= STAT_RTOL * right:
+            return None
+        return HINT_MERGE_PAD
+
+    return diagnose
+
+
+def _inverted_probe(ctx, impl, *, nan_only: bool):
+    """Diagnosis: merge 4 states (maxima 0, -1, -2, -3: a power of two, which a block of 4
+    lanes holds without a padded lane); a sum of s_c * exp(0 - m_c) is the rescale factor
+    inverted. For failures where the case's own states give NaN (with the factor inverted a
+    padded lane adds 0 * exp(m_row - (-inf)) = NaN)."""
+
+    def diagnose(got, expected, bad):
+        import math
+
+        if nan_only and not bool((~got.isfinite() & expected.isfinite()).any()):
+            return None
+        m_values, s_values = [0.0, -1.0, -2.0, -3.0], [1.0, 2.0, 3.0, 4.0]
+        merged = _merge_probe(ctx, impl, m_values, s_values)
+        inverted = sum(s * math.exp(-m) for m, s in zip(m_values, s_values))
+        if merged is not None and merged[0] == 0.0 and (
+                abs(merged[1] - inverted) <= STAT_RTOL * inverted):
+            return HINT_INVERTED
+        return None
 
     return diagnose
 
@@ -420,7 +565,8 @@ def stats_merge(ctx, impl, case):
         raise CheckFailed(exc.message, hint=strides_mixed() or HINT_MERGE_OUTSIDE) from exc
     diagnose = ([strides_mixed, _lane_past_the_row(m_in, m32.double()),
                  _merge_pad_probe(ctx, impl, nan_only=False)]
-                + _merge_diagnoses(m32.double(), s32.double()))
+                + _merge_diagnoses(m32.double(), s32.double())
+                + [_inverted_probe(ctx, impl, nan_only=False)])
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
     ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
@@ -463,6 +609,16 @@ def _merge_diagnoses(m64, s64):
                     "exp(m_c - m_row) first")
         return None
 
+    def inverted(got, expected, bad):
+        # s_row equals sum_c s_c * exp(m_row - m_c) in every row, and some wrong row is a number
+        # (a merge with padded lanes gives NaN instead: _inverted_probe looks at those)
+        if got.shape != expected.shape or m64.shape[1] < 2:
+            return None
+        model = _inverted_sums(m64, s64)
+        if bool(model[bad].isfinite().any()) and _close(got, model, "float32", rtol=STAT_RTOL):
+            return HINT_INVERTED
+        return None
+
     def other_row(got, expected, bad):
         if got.shape[0] > 1 and not bool(bad[0]) and bool(bad[1:].any()):
             return ("another row's statistics: row 0 is merged right but later rows are not; "
@@ -470,7 +626,7 @@ def _merge_diagnoses(m64, s64):
                     "m or s?)")
         return None
 
-    return [no_rescale, other_row]
+    return [no_rescale, inverted, other_row]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -498,7 +654,7 @@ def stats_pipeline(ctx, impl, case):
                                label="merge_stats(m, s)")
     m64, s64 = _chunk_stats64(x.detach().cpu().double(), case.chunk)
     m_cpu, s_cpu = _merge_cpu(ctx, m64, s64)
-    diagnose = _merge_diagnoses(m64, s64)
+    diagnose = _merge_diagnoses(m64, s64) + [_inverted_probe(ctx, impl, nan_only=True)]
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
     ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
@@ -549,7 +705,7 @@ def normalize_values(ctx, impl, case):
         return None
 
     diagnose = ([no_denominator, exp2_without_log2e]
-                + _output_diagnoses(x, chunk, case.dtype, merge=False))
+                + _output_diagnoses(impl, x, chunk, case.dtype, merge=False))
     ctx.assert_close(y, expected, name=label, diagnose=diagnose)
     # Again with the statistics as strided views (every other element of a wider buffer, as a
     # caller slicing a (2, M) workspace would pass them): same values, a new output.
@@ -590,7 +746,7 @@ def forward_values(ctx, impl, case):
     y = ctx.call(impl.split_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype,
                  expect_contiguous=True, **kwargs)
     ctx.assert_close(y, _softmax64(x), name="split_softmax(x)",
-                     diagnose=_output_diagnoses(x, _chunk_for(impl, case, x), case.dtype))
+                     diagnose=_output_diagnoses(impl, x, _chunk_for(impl, case, x), case.dtype))
 
 
 def _strided_cases(device: str) -> list[Case]:
@@ -636,7 +792,7 @@ def forward_strided(ctx, impl, case):
         return None
 
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.layout} view)",
-                     diagnose=[stride_ignored] + _output_diagnoses(x, case.chunk, case.dtype))
+                     diagnose=[stride_ignored] + _output_diagnoses(impl, x, case.chunk, case.dtype))
 
 
 def _invariance_cases(device: str) -> list[Case]:
@@ -670,8 +826,8 @@ def chunk_invariance(ctx, impl, case):
         # Two float32 sums of the same terms, grouped differently: within 2x the check's bound.
         ctx.assert_close(s_row, s0.double(), name=f"s_row, {what}", rtol=2 * STAT_RTOL, atol=0.0,
                          diagnose=[lambda g, e, b: "the denominator depends on the chunk size: "
-                                   "the merge or the last chunk's mask is wrong (stats.merge and "
-                                   "stats.partial name the cause)"])
+                                   "a chunk's sum, the merge or the last chunk's mask is wrong "
+                                   "(stats.partial and stats.merge name the cause)"])
         # Each output is within tolerance of float64 (forward.values); two of them may differ
         # by both errors: twice the output tolerance.
         from checks.compare import tolerance_for
@@ -713,7 +869,7 @@ def forward_launches(ctx, impl, case):
         ctx.fail(f"launch order {log}; expected partial_stats_kernel, merge_stats_kernel, "
                  "normalize_kernel", hint="the three stages run in order on one stream")
     ctx.assert_close(y, _softmax64(x), name="split_softmax(x)",
-                     diagnose=_output_diagnoses(x, _chunk_for(impl, case, x), "float32"))
+                     diagnose=_output_diagnoses(impl, x, _chunk_for(impl, case, x), "float32"))
 
 
 @register(W, "forward.fresh", tier="kernel", uses=STAGES,
@@ -731,7 +887,7 @@ def forward_fresh(ctx, impl, case):
     if y1.data_ptr() == y2.data_ptr():
         ctx.fail("two calls returned the same output tensor", hint=CACHED_BUFFER_HINT)
     ctx.assert_close(y2, _softmax64(x), name="split_softmax(x), second call",
-                     diagnose=_output_diagnoses(x, 16, case.dtype))
+                     diagnose=_output_diagnoses(impl, x, 16, case.dtype))
     # Each stage twice on the same shapes: a buffer cached per shape shows on the second call.
     n_rows, n_chunks = case.shape[0], -(-case.shape[1] // 16)
     parts = [_call_stats(ctx, impl.partial_stats, x, 16, expect_shape=(n_rows, n_chunks),
@@ -752,7 +908,7 @@ def forward_fresh(ctx, impl, case):
                      hint=CACHED_BUFFER_HINT + ", and a stage must not depend on memory it "
                           "did not write")
     ctx.assert_close(ys[0], _softmax64(x), name="normalize(x, merge_stats(partial_stats(x)))",
-                     diagnose=_output_diagnoses(x, 16, case.dtype))
+                     diagnose=_output_diagnoses(impl, x, 16, case.dtype))
 
 
 def _extreme_cases(device: str) -> list[Case]:
@@ -768,6 +924,8 @@ def _extreme_cases(device: str) -> list[Case]:
             Case(dtype="bfloat16", kind="below_pad", magnitude=-1e31)]
 
 
+HINT_MISSING_MAX = ("missing max subtraction: exp(x) overflowed to inf (or underflowed to 0), "
+                    "and inf/inf (or 0/0) is NaN; subtract the maximum before exp")
 HINT_FINITE_PAD = ("tail padded with a finite value instead of -inf: every value of these rows "
                    "lies below -1e31, and the last chunk's lanes past the width (100 = 6 x 16 "
                    "+ 4) must be loaded as -inf (other=-float('inf')); a finite pad such as "
@@ -804,30 +962,58 @@ def forward_extreme(ctx, impl, case):
     x = x.to(dtype).to(ctx.torch_device)
     y = ctx.call(impl.split_softmax, x, chunk=chunk, expect_shape=shape, expect_dtype=dtype)
 
+    x64 = x.detach().cpu().double()
+    m64, s64 = _chunk_stats64(x64, chunk)
+
     def masked_chunk_state(g, e, bad):
         # Only on failure: what does partial_stats report for the chunk of only -inf?
         if case.kind != "masked_chunk":
             return None
-        try:
-            m_c = impl.partial_stats(x, chunk)[0][:, 1].detach().cpu().double()
-        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+        probe = _partial_probe(impl, x, chunk)
+        if probe is None:
             return None
-        if bool((m_c != float("-inf")).any()):
+        if bool((probe[0][:, 1] != float("-inf")).any()):
             return HINT_MASKED_M
+        if bool(probe[1][:, 1].isnan().any()):
+            return HINT_MASKED_NAN
         return None
 
+    def finite_pad(g, e, bad):
+        # The symptom (no NaN, rows that lost nearly all their mass), and the cause seen in
+        # partial_stats: the last chunk's maximum lies above every value it holds (the pad's).
+        if (case.kind != "below_pad" or bool(g.isnan().any())
+                or not bool((g.sum(dim=1) < 0.5).any())):
+            return None
+        probe = _partial_probe(impl, x, chunk)
+        if probe is None:
+            return None
+        m_last = probe[0][:, -1]
+        return HINT_FINITE_PAD if bool((m_last.isfinite() & (m_last > m64[:, -1])).any()) else None
+
+    def missing_max(g, e, bad):
+        # exp(x) without the maximum subtracted overflows to inf (or underflows to a sum of 0):
+        # seen in partial_stats' sums, or in normalize given the right row statistics.
+        if not bool((~g.isfinite()).any()):
+            return None
+        probe = _partial_probe(impl, x, chunk)
+        if probe is not None and probe[1].shape == s64.shape and bool(
+                ((probe[1] == float("inf")) | ((probe[1] == 0) & (s64 > 0))).any()):
+            return HINT_MISSING_MAX
+        m_row = x64.amax(dim=1)
+        s_row = torch.exp(x64 - m_row[:, None]).sum(dim=1)
+        try:
+            y_right_stats = impl.normalize(x, m_row.float().to(ctx.torch_device),
+                                           s_row.float().to(ctx.torch_device), chunk)
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        return HINT_MISSING_MAX if bool((~y_right_stats.isfinite()).any()) else None
+
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
-        masked_chunk_state,
-        # the symptom of a finite pad: no NaN, but rows that lost (nearly) all their mass
-        lambda g, e, bad: (HINT_FINITE_PAD if case.kind == "below_pad"
-                           and not bool(g.isnan().any()) and bool((g.sum(dim=1) < 0.5).any())
-                           else None),
-        lambda g, e, bad: (HINT_MASKED_NAN
-                           if case.kind == "masked_chunk" and bool(g.isnan().any()) else None),
-    ] + _output_diagnoses(x, chunk, case.dtype) + [
+        masked_chunk_state, finite_pad,
+    ] + _output_diagnoses(impl, x, chunk, case.dtype) + [
         _merge_pad_probe(ctx, impl, nan_only=True),
-        lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
-                           if bool(g.isnan().any() | g.isinf().any()) else None)])
+        _inverted_probe(ctx, impl, nan_only=True),
+        missing_max])
 
 
 @register(W, "bad_calls", tier="kernel", uses=STAGES,

@@ -5,6 +5,11 @@ BUGS = [
     Bug("merge_without_rescaling", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
         replace="s_acc += s",
         check="stats.merge", hint="partial denominators not rescaled"),
+    # The rescale exponent upside down: each chunk's sum is scaled by exp(m_row - m_c) >= 1
+    # (and a padded lane, m = -inf, adds 0 * inf = NaN).
+    Bug("merge_rescale_inverted", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += s * tl.exp2((m_row - m) * LOG2E)",
+        check="stats.merge", hint="rescale factor inverted"),
     # normalize shifts by the chunk's own max, so chunks of one row are scaled differently.
     Bug("normalize_chunk_local_max", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
         replace="y = tl.exp2((x - tl.max(x, axis=0)) * LOG2E) * inv_s",
