@@ -6,10 +6,11 @@ with the mask -inf above the diagonal when causal. Interpreter runs use a coveri
 (N, d, dtype, causal, scale, block sizes); GPU runs take nearly the full product.
 
 When a comparison fails, the classic streaming mistakes are replayed in float64 on the same
-inputs (numerator or denominator not rescaled, max not carried across blocks, dropped keys
-given a finite score instead of -inf, keys past N left unmasked, the diagonal excluded, the
-accumulator kept in 16 bits, the scale applied after the softmax, one tensor read with
-another's strides, ...): the hint names the one whose output the implementation reproduces.
+inputs (numerator or denominator not rescaled, max not carried across blocks or never updated,
+dropped keys given a finite score instead of -inf, keys past N left unmasked, the diagonal
+excluded or not masked, the accumulator kept in 16 bits, the scale applied after the softmax or
+twice, a tensor read with another's strides or as if contiguous, ...): the hint names the one
+whose output the implementation reproduces.
 """
 
 from __future__ import annotations
@@ -52,6 +53,26 @@ def reference(q, k, v, *, causal, scale):
     s = _scores64(q, k, scale)
     if causal:
         s = s.masked_fill(~_causal_mask(q.shape[0]), -math.inf)
+    return s.softmax(dim=-1) @ v.double().cpu()
+
+
+def _sample_rows(n: int, most: int = 1024):
+    """Row indices for a diagnosis whose cost grows with its rows: every row up to `most`, else
+    `most` rows spread over all N, the first and the last included."""
+    import torch
+
+    if n <= most:
+        return torch.arange(n)
+    return torch.linspace(0, n - 1, most).round().long().unique()
+
+
+def _attention_rows64(q, k, v, rows, *, causal, scale):
+    """reference() on the given rows only: rows x N x d of work instead of N x N x d."""
+    import torch
+
+    s = (q.double().cpu()[rows] @ k.double().cpu().T) * scale
+    if causal:
+        s = s.masked_fill(torch.arange(k.shape[0])[None, :] > rows[:, None], -math.inf)
     return s.softmax(dim=-1) @ v.double().cpu()
 
 
@@ -117,8 +138,9 @@ def _knobs(case) -> dict:
 # Known mistakes, replayed in float64
 # ---------------------------------------------------------------------------------------------
 def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, rescale_l=True,
-                carry_max=True, mask_keys=True, inclusive=True, acc_dtype=None, mask_logit=None,
-                key_limit=None, diagonal_one_block=False):
+                carry_max=True, update_max=True, mask_keys=True, inclusive=True, acc_dtype=None,
+                mask_logit=None, key_limit=None, diagonal_one_block=False,
+                diagonal_unmasked=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -130,6 +152,10 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     key_limit: with mask_keys, the keys below it are kept (N + 1: the mask `j <= N`).
     diagonal_one_block: causal, the masked stage ran BLOCK_N keys from the row block's first
     row instead of to its end (keys from there on dropped).
+    update_max=False: m_i never takes m_new, so it stays -inf; every step's alpha is then
+    exp(-inf) = 0 and a row keeps only the last key block its program visits.
+    diagonal_unmasked: causal without the causal term of the mask: a row keeps every key of the
+    blocks its program visits (up to the end of its row block), the ones after it included.
     """
     import torch
 
@@ -144,7 +170,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     visible = torch.ones((n, n_pad), dtype=torch.bool)
     if mask_keys:
         visible &= cols < (n if key_limit is None else key_limit)
-    if causal:
+    if causal and not diagonal_unmasked:
         visible &= (cols <= rows) if inclusive else (cols < rows)
         if diagonal_one_block:
             visible &= cols < (rows // block_m) * block_m + block_n
@@ -172,9 +198,14 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             den_new = (den * alpha if rescale_l else den) + p.sum(dim=1)
             acc = torch.where(live[:, None], acc_new, acc)
             den = torch.where(live, den_new, den)
-            m = torch.where(live, m_new, m)
+            if update_max:
+                m = torch.where(live, m_new, m)
     return acc / den[:, None]
 
+
+# The replays of mistakes that the same check's smaller cases show as well skip larger N: each
+# replays the whole key walk in float64 on the CPU (N x N x d per block candidate).
+_REPLAY_MAX_N = 2048
 
 # Finite "very negative" numbers a kernel may put in place of -inf for a dropped key (the
 # hint of forward.extreme's huge_scores and negative_logits cases names the mistake).
@@ -230,8 +261,11 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         err = (candidate - expected).abs()
         return bool(((err > atol + rtol * expected.abs()) | candidate.isnan()).any())
 
-    def replay(label, **switches):
+    def replay(label, max_n=None, **switches):
+        """max_n: skip the replay above that N (see _REPLAY_MAX_N)."""
         def diagnose(got, expected, bad):
+            if max_n is not None and n > max_n:
+                return None
             for bm, bn in _block_candidates(impl, case, n, d, dtype, causal):
                 cand = _streamed64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
                                    block_n=bn, **switches)
@@ -276,7 +310,48 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
-    s_unscaled_ref = lambda: reference(q, k, v, causal=causal, scale=1.0)  # noqa: E731
+    def scales(candidates):
+        """formula() for outputs that differ from the reference in the scale alone: of the
+        scales whose output the implementation reproduces, the closest. Two scales can be near
+        (d = 64: d ** -0.5 = 0.125 and 0.3 * 0.3 * log2(e) = 0.130), and two mistakes can give
+        one scale (with scale 1, applying it twice is folding log2(e) twice): the hint then
+        names every mistake that gives it. Past 1024 rows, on 1024 of them (each candidate costs
+        rows x N x d)."""
+        def diagnose(got, expected, bad):
+            rows = _sample_rows(n)
+            g, e = got[rows], expected[rows]
+            found = []  # (distance to got, scale)
+            for sc in sorted({sc for _, sc in candidates}):
+                cand = _attention_rows64(q, k, v, rows, causal=causal, scale=sc)
+                if differs(cand, e) and matches(g, cand):
+                    err = (g - cand).abs().masked_fill(g.isnan() & cand.isnan(), 0.0)
+                    found.append((float(err.nan_to_num(nan=math.inf).mean()), sc))
+            if not found:
+                return None
+            best = min(found)[1]
+            return "; or ".join(label for label, sc in candidates
+                                if math.isclose(sc, best, rel_tol=1e-12))
+
+        return diagnose
+
+    scale_mistakes = [
+        ("scale not applied: the output equals softmax(Q K^T) V without the scale", 1.0),
+        ("log2(e) folded twice, or exp used with log2-unit scores: the output equals "
+         "softmax(Q K^T * scale * log2(e)) V", scale_used * LOG2E),
+        ("exp2 used without folding log2(e) into the scale: the output equals "
+         "softmax(Q K^T * scale / log2(e)) V", scale_used / LOG2E),
+        ("scale applied twice: the output equals softmax(Q K^T * scale^2 * log2(e)) V, as when "
+         "the scores are multiplied by qk_scale (s = s * qk_scale) and then again in m_new and "
+         "p; multiply them by qk_scale once", scale_used * scale_used * LOG2E),
+    ]
+    if scale_given is not None:
+        scale_mistakes.append(("the scale argument was ignored: the output equals the default "
+                               "scale d ** -0.5", d ** -0.5))
+    elif n > 0:
+        scale_mistakes.append(("default scale taken from the wrong dimension: the output equals "
+                               "softmax(Q K^T * N ** -0.5) V; the default is d ** -0.5, d = "
+                               "q.shape[-1] (the head dim), not the sequence length N",
+                               n ** -0.5))
     hints = [
         replay("numerator not rescaled: acc (the running P @ V) must be multiplied by alpha = "
                "exp2(m_old - m_new) whenever the running max grows, like the denominator",
@@ -285,6 +360,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "whenever the running max grows, like the numerator", rescale_l=False),
         replay("max not carried across blocks: m_new must be max(m_i, max of this block), "
                "not the block's own max", carry_max=False),
+        replay("running max never updated: m_i = m_new is missing at the end of the loop step, "
+               "so m_i stays -inf, every step's alpha = exp2(-inf - m_new) = 0 and a row keeps "
+               "only the last key block its program visits", max_n=_REPLAY_MAX_N,
+               update_max=False),
         # A finite "very negative" number for a dropped key (on the raw score, or on the logit
         # in log2 units): right until real scores (logits) lie below it, as in forward.extreme's
         # huge_scores (scores -2e31 and below) and negative_logits (logits about -1e38) cases.
@@ -315,19 +394,18 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
           for acc16 in ((dtype,) if dtype != "float32" else ("float16", "bfloat16"))),
         formula("scale applied after softmax: the output equals scale * softmax(Q K^T) V; the "
                 "scale belongs inside the exponent, softmax(Q K^T * scale) V",
-                lambda: scale_used * s_unscaled_ref()),
-        formula("scale not applied: the output equals softmax(Q K^T) V without the scale",
-                s_unscaled_ref),
-        formula("log2(e) folded twice, or exp used with log2-unit scores: the output equals "
-                "softmax(Q K^T * scale * log2(e)) V",
-                lambda: reference(q, k, v, causal=causal, scale=scale_used * LOG2E)),
-        formula("exp2 used without folding log2(e) into the scale: the output equals "
-                "softmax(Q K^T * scale / log2(e)) V",
-                lambda: reference(q, k, v, causal=causal, scale=scale_used / LOG2E)),
+                lambda: scale_used * reference(q, k, v, causal=causal, scale=1.0)),
+        scales(scale_mistakes),
     ]
     if causal:
         hints.append(formula("causal mask not applied: the output equals non-causal attention",
                              lambda: reference(q, k, v, causal=False, scale=scale_used)))
+        # Where one row block holds every row the two are the same output, and the formula
+        # above, true of both, speaks first.
+        hints.append(replay("causal mask missing from keep: the diagonal block kept the keys "
+                            "after each row (its program's keys run to the end of the row "
+                            "block); in the masked stage keep = (j < N) & (row >= j)",
+                            max_n=_REPLAY_MAX_N, diagonal_unmasked=True))
         hints.append(replay("the causal diagonal stage stopped after BLOCK_N keys: it must run "
                             "from the row block's first key to the end of the row block, "
                             "hi2 = min((start_m + 1) * BLOCK_M, N), not start_m * BLOCK_M + "
@@ -336,35 +414,41 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     else:
         hints.append(formula("causal mask applied to a non-causal call",
                              lambda: reference(q, k, v, causal=True, scale=scale_used)))
-    if scale_given is not None:
-        hints.append(formula("the scale argument was ignored: the output equals the default "
-                             "scale d ** -0.5",
-                             lambda: reference(q, k, v, causal=causal, scale=d ** -0.5)))
-    elif n > 0:
-        hints.append(formula("default scale taken from the wrong dimension: the output equals "
-                             "softmax(Q K^T * N ** -0.5) V; the default is d ** -0.5, d = "
-                             "q.shape[-1] (the head dim), not the sequence length N",
-                             lambda: reference(q, k, v, causal=causal, scale=n ** -0.5)))
     if not generic:
         return hints
     hints.append(lambda got, expected, bad: (
         "NaN in the output: a row whose scores are all -inf gives exp2(-inf - -inf) = NaN "
         "(every row must keep at least one key), or alpha overflowed (max not carried?)"
         if bool((got.isnan() & ~expected.isnan()).any()) else None))
-    hints.append(_tail_rows_hint(_block_candidates(impl, case, n, d, dtype, causal)[0][0], n))
+    hints.append(_tail_rows_hint(_block_candidates(impl, case, n, d, dtype, causal)[0][0], n,
+                                 causal))
     return hints
 
 
-def _tail_rows_hint(block_m, n):
-    """Blame the tail only when there is one: N > block_m, N not a multiple of it, and every
-    wrong row lies in the last (partial) row block. With N <= block_m the one block is all
-    tail, so a wrong row there says nothing about masking."""
+def _tail_rows_hint(block_m, n, causal):
+    """Only when there is a tail: N > block_m, N not a multiple of it, and every wrong row lies
+    in the last (partial) row block. With N <= block_m the one block is all tail, so a wrong row
+    there says nothing about masking.
+
+    The tail is blamed only for NaN or Inf there, under a causal mask: then that program alone
+    loads the key block that reaches past N, and a v row past N loaded without its mask (NaN or
+    Inf in memory) survives p = 0 (0 * NaN = NaN). Wrong finite values there have other causes
+    too (that program also walks the most key blocks: a running max never updated shows only
+    there when it alone spans two), so those get the symptom, not a cause."""
     def diagnose(got, expected, bad):
         rows = bad.reshape(-1, got.shape[-1]).any(dim=1).nonzero().flatten()
         first_tail_row = (n // block_m) * block_m
-        if len(rows) and n > block_m and n % block_m and int(rows.min()) >= first_tail_row:
-            return ("tail not masked: only the rows of the last (partial) row block are wrong")
-        return None
+        if not (len(rows) and n > block_m and n % block_m and int(rows.min()) >= first_tail_row):
+            return None
+        if causal and bool((bad & ~got.isfinite()).any()):
+            return ("tail not masked: NaN or Inf only in the rows of the last (partial) row "
+                    "block, whose program alone loads keys past N here: a k or v load of the "
+                    "last key block without the mask offs_n < N (other=0) read whatever lies "
+                    "past N, and p = 0 does not cancel NaN or Inf (0 * NaN = NaN)")
+        return (f"only the rows of the last (partial) row block are wrong (rows "
+                f"{first_tail_row}..{n - 1}), and no mistake replayed here reproduces them: "
+                f"look at what that program alone does (its rows past N; when causal, the "
+                f"longest walk over the key blocks)")
 
     return diagnose
 
@@ -854,7 +938,7 @@ def forward_strided(ctx, impl, case):
         extra.append(_first_stage_past_n(q, k, v, scale=scale, block_n=knobs.get("block_n"),
                                          dtype=case.dtype))
     extra += [_stride_replays(q, k, v, causal=case.causal, scale=scale, dtype=case.dtype),
-              _strides_mixed_up]
+              _strides_ignored(q, k, v, causal=case.causal, scale=scale, dtype=case.dtype)]
     _compare_head(ctx, impl, Case(case, blocks=blocks), out, q, k, v, causal=case.causal,
                   scale_given=None,
                   name=f"attention on {case.layout} views (strides q {tuple(q.stride())}, "
@@ -862,12 +946,57 @@ def forward_strided(ctx, impl, case):
                   extra=extra)
 
 
-def _strides_mixed_up(got, expected, bad):
-    if bad.double().mean() < 0.5:
+def _strides_ignored(q, k, v, *, causal, scale, dtype):
+    """A diagnosis: the output equals attention with q, k and v read as if contiguous (strides
+    (d, 1) from each view's first element), or one of them so, or one read with both strides
+    of another (_stride_replays tries one stride at a time), or all three with one tensor's
+    strides. Only reads that stay inside each tensor's memory (others fail to run); on at most
+    1024 rows of the output (each candidate costs rows x N x d)."""
+    n, d = q.shape
+    tensors = {"q": q, "k": k, "v": v}
+    own = {x: tuple(t.stride()) for x, t in tensors.items()}
+    flat = (d, 1)
+    # Each hypothesis: {tensor: the strides it was read with}.
+    hypotheses = [{x: flat for x in own if own[x] != flat}]
+    hypotheses += [{x: flat} for x in own if own[x] != flat]
+    hypotheses += [{x: own[y]} for x in own for y in _STRIDE_PARTNERS[x] if own[y] != own[x]]
+    hypotheses += [{x: own[y] for x in own if own[x] != own[y]} for y in own]
+
+    def whose(x, strides):
+        """Who the strides x was read with belong to: a contiguous tensor, q, k or v."""
+        names = (["a contiguous tensor's"] if strides == flat else []) + [
+            f"{y}'s" for y in own if y != x and own[y] == strides]
+        return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 2 else names)
+
+    def diagnose(got, expected, bad):
+        rows = _sample_rows(n)
+        max_logit = _max_logit(q, k, scale)
+        tried = set()
+        for reads in hypotheses:
+            key = tuple(sorted(reads.items()))
+            if not reads or key in tried:
+                continue
+            tried.add(key)
+            args = dict(tensors)
+            for x, strides in reads.items():
+                args[x] = _strided_view(tensors[x], (n, d), strides, tensors[x].storage_offset())
+            if any(a is None for a in args.values()):
+                continue
+            cand = _attention_rows64(args["q"], args["k"], args["v"], rows, causal=causal,
+                                     scale=scale)
+            if _reproduces(got[rows], cand, expected[rows], dtype, v, max_logit):
+                ignored = all(st == flat for st in reads.values())
+                mixed = all(st in [own[y] for y in own if y != x] for x, st in reads.items())
+                what = "; ".join(f"{x} was read with strides {st} ({whose(x, st)}) instead of "
+                                 f"its own {own[x]}" for x, st in reads.items())
+                verdict = ("ignored or mixed up" if ignored and mixed
+                           else "ignored" if ignored else "mixed up")
+                return (f"strides {verdict}: {what}; pass each tensor's own strides and address "
+                        f"row n of k as k_ptr + n * stride_kn + c * stride_kd, never assuming "
+                        f"contiguous rows")
         return None
-    return ("strides ignored or mixed up: most outputs are wrong on views whose strides differ; "
-            "pass each tensor's own strides (q's, k's, v's, out's) and address row n of k as "
-            "k_ptr + n * stride_kn + c * stride_kd, never assuming contiguous rows")
+
+    return diagnose
 
 
 def _reproduces(got, candidate, expected, dtype: str, v, max_logit: float) -> bool:
@@ -1045,8 +1174,26 @@ _NEGATIVE_LOGITS_SCALE = 8e37 / LOG2E
 _HUGE_SCORES_UNIT = 2.0 ** 50
 
 
-def _nan_hint(case) -> str:
-    """forward.extreme's hint for NaN or Inf that no replay reproduces."""
+def _nan_hint(ctx, impl, case, knobs, bad) -> str:
+    """forward.extreme's hint for NaN or Inf (`bad`) that no replay reproduces.
+
+    The mistakes it names are right on ordinary logits: a running max started at a finite value
+    (m_i, or the merge's M; negative_logits: it lies above every logit, so every weight
+    underflows to 0 and every row is 0 / 0), a max not carried across blocks or none subtracted
+    (huge logits: exp2 overflows). Others give NaN here too (a scale applied twice overflows
+    every logit to -inf) but are wrong on ordinary inputs as well: so the hint names those
+    mistakes only for an implementation that is right on random q, k, v of the same shape and
+    knobs (one more call), and otherwise passes on what is wrong there."""
+    if case.kind == "negative_logits" and not bool(bad.all()):
+        return ("NaN or Inf in some rows, with every logit about -1e38 (near float32's largest "
+                "magnitude; a running max started at a finite value would make every row 0 / "
+                "0): look for a logit that overflowed to -inf (then exp2(-inf - -inf) = NaN) or "
+                "a denominator l that came out 0")
+    ordinary = _ordinary_inputs_hint(ctx, impl, case, knobs)
+    if ordinary is not None:
+        return (f"NaN or Inf here, and attention is wrong on ordinary inputs of this shape too "
+                f"(random q, k, v, the default scale, the same knobs), so look there first: "
+                f"{ordinary}")
     merge = (" (and so must the combine kernel's max over the key splits, M: a split's m_s "
              "weighs exp2(m_s - M))") if case.get("splits", 1) > 1 else ""
     if case.kind == "negative_logits":
@@ -1057,6 +1204,29 @@ def _nan_hint(case) -> str:
             "subtracted: exp2 of a large logit difference overflowed to inf and inf/inf = NaN"
             + ("; with key splits, also the combine kernel's max over the splits, M, must "
                "start at -inf and be subtracted (weights exp2(m_s - M))" if merge else ""))
+
+
+def _ordinary_inputs_hint(ctx, impl, case, knobs):
+    """None where attention is right on random q, k, v of the case's shape under the default
+    scale and the same knobs; else the hint of that failure (or why it failed). Past
+    _REPLAY_MAX_N the failure is not diagnosed: the smaller cases name it."""
+    from checks.compare import assert_close
+    from checks.context import call_learner
+
+    q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
+    scale = case.d ** -0.5
+    try:
+        out = call_learner(impl.attention, q, k, v, causal=case.causal, **knobs)
+        rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, scale))
+        diagnoses = _diagnoses(impl, case, q, k, v, causal=case.causal, scale_used=scale,
+                               scale_given=None, rtol=rtol, atol=atol)
+        assert_close(out, reference(q, k, v, causal=case.causal, scale=scale), rtol=rtol,
+                     atol=atol, diagnose=diagnoses if case.n <= _REPLAY_MAX_N else ())
+    except CheckFailed as exc:
+        return exc.hint or "no mistake replayed here reproduces that output"
+    except Exception as exc:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+        return f"the call there failed ({type(exc).__name__})"
+    return None
 
 
 def _small_tail_inputs(ctx, case):
@@ -1171,7 +1341,7 @@ def forward_extreme(ctx, impl, case):
         bad_row = int(bad.any(dim=1).nonzero()[0])
         ctx.fail(f"attention returned NaN/Inf (first in row {bad_row}) for finite inputs with "
                  f"logits up to {_max_logit(q, k, scale_used):.3g}",
-                 hint=hint or _nan_hint(case))
+                 hint=hint or _nan_hint(ctx, impl, case, knobs, bad))
     ctx.assert_close(out, expected, name=name, rtol=rtol, atol=atol,
                      diagnose=_diagnoses(impl, case, q, k, v, **same))
 

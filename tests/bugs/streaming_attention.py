@@ -240,3 +240,22 @@ BUGS += [
         replace="    if False:\n", check="cuda.grid_limits",
         hint="heads * kv_splits unchecked", gpu_only=True),
 ]
+
+BUGS += [
+    # m_i = m_new dropped: the running max stays -inf, so every step's alpha is exp2(-inf) = 0
+    # and a row keeps only the last key block its program visits.
+    Bug("running_max_never_updated", find="        m_i = m_new\n", replace="",
+        check="forward.values", hint="running max never updated"),
+    # The scores multiplied by qk_scale before m_new and p, which multiply them again.
+    Bug("scale_applied_twice",
+        find="        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,)\n",
+        replace="        s = s * qk_scale\n"
+                "        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)  # (BLOCK_M,)\n",
+        check="forward.values", hint="scale applied twice"),
+    # keep without its causal term: the diagonal block keeps the keys after each row (the
+    # blocks right of the diagonal are still skipped).
+    Bug("causal_mask_missing_from_keep",
+        find="                keep = keep & (offs_m[:, None] >= offs_n[None, :])\n",
+        replace="                keep = keep\n", check="forward.values",
+        hint="causal mask missing from keep"),
+]
