@@ -25,7 +25,7 @@
 # Checks and planted bugs run one process per workshop, side by side: they are correctness
 # runs, so sharing the GPU changes nothing but the wall time. Benchmarks run alone.
 #
-# The bug zoo has outgrown one command: 205 planted bugs, each mutant compiling its own kernels
+# The bug zoo has outgrown one command: 216 planted bugs, each mutant compiling its own kernels
 # in a fresh process (CPU-bound). Each mutant's check run stops at the first FAIL with the bug's
 # hint (`--stop-at-hint`), and each workshop's file is rewritten after every bug, so a run
 # stopped by a time limit keeps what it finished (`complete: false`; the report says
@@ -38,6 +38,12 @@
 # GEMM in another, attention alone or over two commands (BUGZOO_SHARD=0/2, then 1/2, each
 # with its own --out), joined after by `python3 -m benchmarks merge-zoo OUT PART...` (which
 # refuses parts of different commits or seeds, and says complete once every bug is in).
+# The twenty-eighth session, on a machine that had already compiled the references' kernels
+# (Triton's cache on its disk): attention's 50 bugs took 139 + 160 s in two shards on a cold
+# cache, its 53 later 103 s in one command at BUGZOO_JOBS=12; foundations, fused GEMM, online
+# normalization and split softmax (107 bugs, JOBS 2-7, beside their checks) 162 s; strided
+# softmax's 32 bugs 56 s and softmax backward's 22 bugs 36 s at JOBS=12. Plan for the cold
+# times; a warm machine finishes sooner.
 set -euo pipefail
 out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
 tag=${2:-$(date +%Y%m%d)}
