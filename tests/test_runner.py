@@ -261,22 +261,28 @@ def test_interpreted_kernels_do_not_warn_but_numpy_outside_them_still_does():
 
 
 def test_attention_tail_hint_needs_a_tail_beyond_the_first_row_block():
-    """The "tail not masked" hint must not blame masking when N fits in one row block."""
+    """The "tail not masked" hint must not blame masking when N fits in one row block, and
+    names the mask only for NaN or Inf confined to the last row block under a causal mask
+    (wrong finite values there have other causes: it gets the symptom, not a cause)."""
     import torch
 
     from checks.streaming_attention import _tail_rows_hint
 
-    def hint(block_m, n, wrong_rows):
+    def hint(block_m, n, wrong_rows, *, causal=True, value=float("nan")):
         got = torch.zeros(n, 4)
+        got[wrong_rows] = value
         bad = torch.zeros(n, 4, dtype=torch.bool)
         bad[wrong_rows] = True
-        return _tail_rows_hint(block_m, n)(got, got, bad)
+        return _tail_rows_hint(block_m, n, causal)(got, got, bad)
 
     assert hint(128, 17, [3]) is None  # one partial block: no tail to blame
     assert hint(128, 100, [99]) is None
     assert hint(128, 200, [130, 199]).startswith("tail not masked")
     assert hint(128, 200, [5, 130]) is None  # a full block is wrong too
     assert hint(64, 256, [255]) is None  # N a multiple of block_m: no partial block
+    finite = hint(128, 200, [130, 199], value=0.5)  # wrong but finite: the symptom only
+    assert finite.startswith("only the rows of the last (partial) row block are wrong")
+    assert not hint(128, 200, [130], causal=False).startswith("tail not masked")
 
 
 def test_check_table_collapses_identical_todo_rows_only():

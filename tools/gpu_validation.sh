@@ -38,12 +38,12 @@
 # GEMM in another, attention alone or over two commands (BUGZOO_SHARD=0/2, then 1/2, each
 # with its own --out), joined after by `python3 -m benchmarks merge-zoo OUT PART...` (which
 # refuses parts of different commits or seeds, and says complete once every bug is in).
-# The twenty-eighth session, on a machine that had already compiled the references' kernels
-# (Triton's cache on its disk): attention's 50 bugs took 139 + 160 s in two shards on a cold
-# cache, its 53 later 103 s in one command at BUGZOO_JOBS=12; foundations, fused GEMM, online
+# The twenty-eighth session: attention's 50 bugs took 139 + 160 s in two shards (BUGZOO_SHARD
+# 0/2 at JOBS=10 beside its checks, 1/2 at 13), and on a later machine start its 53 bugs 103 s
+# in one command at JOBS=12 (why faster was not analysed); foundations, fused GEMM, online
 # normalization and split softmax (107 bugs, JOBS 2-7, beside their checks) 162 s; strided
-# softmax's 32 bugs 56 s and softmax backward's 22 bugs 36 s at JOBS=12. Plan for the cold
-# times; a warm machine finishes sooner.
+# softmax's 32 bugs 56 s and softmax backward's 22 bugs 36 s at JOBS=12. So every workshop's
+# zoo now fits one command; keep the shards for a slower day.
 set -euo pipefail
 out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
 tag=${2:-$(date +%Y%m%d)}
