@@ -106,19 +106,24 @@ def merge_shards(paths: list[str | Path], out: str | Path) -> dict:
 
 
 def _collapse_todo(results: list[Result]) -> list[tuple[Result, int]]:
-    """(result, number of cases) rows: the TODO rows of one check that say the same thing (the
-    same open TODO lines) become one row, so an untouched starter does not print one row per
-    case. Every other outcome keeps a row per case."""
+    """(result, number of cases) rows: the rows of one check that say the same thing for a
+    reason that has nothing to do with the case become one row: TODO (the same open TODO
+    lines), so an untouched starter does not print one row per case, and a module that does
+    not import (the same error on every case). Every other outcome keeps a row per case."""
     rows: list[tuple[Result, int]] = []
     for r in results:
-        if rows and r.outcome == "TODO":
+        if rows and (r.outcome == "TODO" or _import_failure(r)):
             last, n = rows[-1]
-            if (last.outcome, last.check, last.message, last.hint) == ("TODO", r.check, r.message,
-                                                                       r.hint):
+            if (last.outcome, last.check, last.message, last.hint) == (r.outcome, r.check,
+                                                                       r.message, r.hint):
                 rows[-1] = (last, n + 1)
                 continue
         rows.append((r, 1))
     return rows
+
+
+def _import_failure(r: Result) -> bool:
+    return r.outcome == "FAIL" and r.message.startswith("could not import ")
 
 
 def _counts_json(counts: dict[tuple[str, str], int]) -> list[dict]:

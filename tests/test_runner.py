@@ -286,7 +286,8 @@ def test_attention_tail_hint_needs_a_tail_beyond_the_first_row_block():
 
 
 def test_check_table_collapses_identical_todo_rows_only():
-    """An untouched starter shows one TODO row per check, not one per case; FAILs keep theirs."""
+    """An untouched starter shows one TODO row per check, not one per case, and so does a module
+    that does not import; other FAILs keep a row per case."""
     from checks.core import Result
     from checks.report import html_table
 
@@ -296,9 +297,12 @@ def test_check_table_collapses_identical_todo_rows_only():
     rows = [result("a", "TODO", n) for n in range(5)] + [result("b", "TODO", 1),
             result("b", "TODO", 2, "fill in kernels/x.py:20 TODO(g)")]
     rows += [result("c", "FAIL", n, "wrong") for n in range(3)]
+    # A module that does not import fails every case alike: one row per check.
+    rows += [result("d", "FAIL", n, "could not import x.py for w: SyntaxError") for n in range(4)]
     table = html_table(rows)
-    assert table.count("<tr>") == 1 + 1 + 2 + 3  # header, a once, b twice (two messages), c x3
-    assert "5 cases" in table and "<b>3 FAIL, 7 TODO</b>" in table
+    # header, a once, b twice (two messages), c x3 (a real FAIL per case), d once
+    assert table.count("<tr>") == 1 + 1 + 2 + 3 + 1
+    assert "5 cases" in table and "4 cases" in table and "<b>7 FAIL, 7 TODO</b>" in table
 
 
 def test_notebook_try_cells_skip_unfinished_exercises_and_explain_finished_ones(capsys):
