@@ -87,10 +87,7 @@ def load(workshop: str, impl: str | Path | Implementation):
                                 f" has no module for workshop {workshop!r}")
     try:
         return importlib.import_module(implementation.module_name(workshop))
-    except ImportError as exc:
-        if not isinstance(exc, ModuleNotFoundError):
-            _name_the_folder(exc, implementation)
-            raise
+    except ModuleNotFoundError as exc:
         sibling = _missing_sibling(exc, implementation)
         if sibling is None:
             raise
@@ -101,6 +98,9 @@ def load(workshop: str, impl: str | Path | Implementation):
             f"the folder of your file is imported as a package, so copy kernels/{sibling}.py "
             f"next to it (or pass a copy of the whole kernels/ folder as --impl)",
             name=exc.name) from exc
+    except ImportError as exc:  # a name missing from a module that does exist
+        _name_the_folder(exc, implementation)
+        raise
 
 
 def _name_the_folder(exc: ImportError, implementation: Implementation) -> None:

@@ -51,7 +51,7 @@ def html_table(results: list[Result], header: dict | None = None) -> str:
     out = ['<table style="border-collapse:collapse;font-size:90%">',
            f'<tr><th style="{cell}">outcome</th><th style="{cell}">check</th>'
            f'<th style="{cell}">case</th><th style="{cell}">details</th></tr>']
-    for r, cases in _collapse_todo(results):
+    for r, cases in _collapse_repeated(results):
         details = html.escape(r.message).replace("\n", "<br>")
         if r.hint:
             details += f"<br><b>hint:</b> {html.escape(r.hint)}"
@@ -105,7 +105,7 @@ def merge_shards(paths: list[str | Path], out: str | Path) -> dict:
     return payload
 
 
-def _collapse_todo(results: list[Result]) -> list[tuple[Result, int]]:
+def _collapse_repeated(results: list[Result]) -> list[tuple[Result, int]]:
     """(result, number of cases) rows: the rows of one check that say the same thing for a
     reason that has nothing to do with the case become one row: TODO (the same open TODO
     lines), so an untouched starter does not print one row per case, and a module that does
