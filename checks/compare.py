@@ -60,10 +60,38 @@ def tolerance_for(dtype) -> Tolerance:
 Diagnosis = Callable[["object", "object", "object"], "str | None"]
 
 
+def not_from_values(diagnosis: Diagnosis) -> Diagnosis:
+    """Mark a diagnosis whose hint does not come from reading the wrong values: it reasons
+    from which elements are wrong (a grid that stops short) or from how the check called
+    (a side stream, offsets past 2^31). It still speaks when every wrong element was never
+    written, where a diagnosis that reads the values would read the fill of fresh memory, not
+    the kernel's work (see assert_close's `never_written`)."""
+    diagnosis.not_from_values = True
+    return diagnosis
+
+
+def always(hint: str) -> Diagnosis:
+    """The diagnosis of a check whose setup names the one mistake it can catch."""
+    return not_from_values(lambda got, expected, bad: hint)
+
+
+def never_written_hint(never_written) -> str:
+    first = tuple(int(i) for i in never_written.nonzero()[0])
+    return (f"output never written: {int(never_written.sum())} of {never_written.numel()} "
+            f"elements still hold the NaN the checks fill fresh memory with (first at {first}); "
+            "is the store missing, is its mask too narrow, or does the grid stop short of them?")
+
+
 def assert_close(got, expected, *, name: str = "output", rtol: float | None = None,
                  atol: float | None = None, dtype=None,
-                 diagnose: Sequence[Diagnosis] = (), max_listed: int = 5) -> tuple[float, float]:
+                 diagnose: Sequence[Diagnosis] = (), max_listed: int = 5,
+                 never_written=None) -> tuple[float, float]:
     """Compare `got` (any tensor) with `expected` (float64); raise CheckFailed on a mismatch.
+
+    `never_written` (a bool tensor of got's shape, from CheckContext.call) marks elements that
+    still hold the fill of fresh memory: they are wrong whatever the reference holds (a NaN
+    there would otherwise agree with an expected NaN), and when they are all that is wrong,
+    only diagnoses marked `not_from_values` speak before the "never written" hint.
 
     Returns (max_error, tolerance_at_worst) for the result record.
     """
@@ -93,6 +121,13 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
     err = torch.where(agree, torch.zeros_like(err), err)
     err = torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
     bad = (err > allowed) & ~agree
+    if never_written is not None:
+        never_written = never_written.to("cpu").reshape(got64.shape)
+        if not bool(never_written.any()):
+            never_written = None
+    if never_written is not None:
+        bad = bad | never_written
+        err = torch.where(never_written, torch.full_like(err, float("inf")), err)
     # error / tolerance, 0 where they agree (0 / 0 would be NaN) and inf past a zero tolerance
     ratio = torch.where(bad, err / allowed, torch.where(err > 0, err / allowed,
                                                         torch.zeros_like(err)))
@@ -113,6 +148,10 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
         first = tuple(int(i) for i in (got64.isnan() & ~exp64.isnan()).nonzero()[0])
         lines.append(f"{nan_got} NaN where the reference is a number (first at {first})")
     inf_got = int((got64.isinf() & ~exp64.isinf()).sum().item())
+    if never_written is not None:
+        first = tuple(int(i) for i in never_written.nonzero()[0])
+        lines.append(f"{int(never_written.sum())} never written: they hold the NaN the checks "
+                     f"fill fresh memory with (first at {first})")
     if inf_got:
         lines.append(f"{inf_got} Inf where the reference is finite")
     finite_got = int((got64.isfinite() & ~exp64.isfinite()).sum().item())
@@ -124,11 +163,18 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
     lines.append("first mismatches: " + "; ".join(
         f"{tuple(int(i) for i in idx)} got {got64[tuple(idx)].item():.6g} "
         f"expected {exp64[tuple(idx)].item():.6g}" for idx in listed.tolist()))
+    # When every wrong element was never written, the values there are our fill, not the
+    # kernel's work: a diagnosis that reads them (a NaN read as overflow, say) would mislead.
+    only_unwritten = never_written is not None and bool((bad <= never_written).all())
     hint = ""
     for diagnosis in diagnose:
+        if only_unwritten and not getattr(diagnosis, "not_from_values", False):
+            continue
         hint = diagnosis(got64, exp64, bad) or ""
         if hint:
             break
+    if not hint and never_written is not None:
+        hint = never_written_hint(never_written)
     if not hint and bool((got64 == 0).all()) and bool((exp64 != 0).any()):
         # Last, so that a workshop's own reading of an all-zero output (fused GEMM's zeroed
         # padding, say) is heard first.

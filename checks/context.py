@@ -2,7 +2,8 @@
 
 `ctx.call(...)` is where the robustness rules of the check contract live, once for every
 workshop: inputs must come back bitwise unchanged, the output must be a fresh tensor of the
-promised shape, dtype and device, nothing may be stored outside it, and a crash in learner
+promised shape, dtype and device, nothing may be stored outside it, every element must be
+written (fresh memory holds a NaN of our own until a kernel writes it), and a crash in learner
 code becomes a FAIL naming the file and line.
 """
 
@@ -20,6 +21,22 @@ from checks.device import torch_device
 
 # The hint of every output found in memory an earlier call returned (see expect_fresh).
 CACHED_BUFFER_HINT = "outputs must be freshly allocated on every call (no cached buffer)"
+
+# During a call, every float tensor torch.empty (or empty_like, new_empty, ...) makes is filled
+# with a NaN of this bit pattern (by dtype name): an element the kernels never wrote then reads
+# as NaN on every run, never as right by the luck of what the allocator held, and its bits say
+# it was never written. Arithmetic never makes these NaNs (a GPU's operations return the
+# canonical NaN); only a copy of unwritten memory carries one.
+FRESH_MEMORY_FILL = {
+    "float16": (0x7E5B, "int16"),
+    "bfloat16": (0x7FDB, "int16"),
+    "float32": (0x7FDB7E5B, "int32"),
+    "float64": (0x7FFB7E5B7E5B7E5B, "int64"),
+}
+_EMPTY_FACTORIES = {
+    "aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
+    "aten.new_empty.default", "aten.new_empty_strided.default",
+}
 
 
 class CheckContext:
@@ -39,6 +56,8 @@ class CheckContext:
         # handed out again legitimately: a later output in it is a cached buffer.
         self._earlier_outputs: list[tuple[str, Any]] = []
         self._earlier_bytes = 0
+        # (output, mask of its elements never written) for the outputs of call() with any
+        self._never_written: list[tuple[Any, Any]] = []
 
     # -- lazily imported libraries ---------------------------------------------------------------
     @property
@@ -80,7 +99,16 @@ class CheckContext:
         if text not in self.notes:
             self.notes.append(text)
 
+    def never_written(self, out):
+        """The mask of `out`'s elements that still hold the fill of fresh memory (None when
+        call() returned `out` with every element written, or did not return it)."""
+        for t, mask in self._never_written:
+            if t is out:
+                return mask
+        return None
+
     def assert_close(self, got, expected, **kwargs) -> None:
+        kwargs.setdefault("never_written", self.never_written(got))
         max_error, tolerance = compare.assert_close(got, expected, **kwargs)
         if self.max_error is None or max_error > self.max_error:
             self.max_error, self.tolerance = max_error, tolerance
@@ -132,7 +160,7 @@ class CheckContext:
         label = name or getattr(fn, "__name__", "function")
         inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
         before = [t.detach().clone() for t in inputs]
-        with self._tail_guard(expect_shape, expect_dtype) as guard:
+        with self._tail_guard(expect_shape, expect_dtype) as guard, fresh_memory_filled():
             out = call_learner(fn, *args, label=label, **kwargs)
         if self.device == "cuda":
             # A kernel's fault (an illegal address) surfaces here, at the first sync after the
@@ -168,7 +196,16 @@ class CheckContext:
         if expect_contiguous and not out.is_contiguous():
             raise CheckFailed(f"{label} returned a non-contiguous tensor (strides {out.stride()})",
                               hint="the API promises a new contiguous output")
+        self.remember_unwritten(out)
         return out
+
+    def remember_unwritten(self, out) -> None:
+        """Note which of out's elements still hold the fill of fresh memory (call() does it for
+        its output; a check that calls learner code inside fresh_memory_filled() itself, for
+        a function returning several tensors, does it for each)."""
+        unwritten = holds_fresh_memory_fill(out)
+        if unwritten is not None:
+            self._never_written.append((out, unwritten))
 
     # At most this many bytes of earlier outputs are kept alive per case (memory on a GPU).
     _EARLIER_OUTPUTS_MAX_BYTES = 256 << 20
@@ -281,6 +318,50 @@ class CheckContext:
 
         with launches.counting() as log:
             yield log
+
+
+@contextlib.contextmanager
+def fresh_memory_filled():
+    """Inside the block, fill every float tensor an empty-factory makes with the NaN of
+    FRESH_MEMORY_FILL (not the copies Triton's interpreter makes while a kernel runs). The
+    fill runs with every dispatch mode switched off: track_allocations must not log it as an
+    operation of the learner's."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+    from checks import launches
+
+    launches.install()
+
+    class Filled(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            made = func(*args, **(kwargs or {}))
+            if (str(func) in _EMPTY_FACTORIES and isinstance(made, torch.Tensor)
+                    and made.numel() and made.device.type != "meta"
+                    and not launches.inside_launch()):
+                fill = FRESH_MEMORY_FILL.get(str(made.dtype).replace("torch.", ""))
+                if fill is not None:
+                    with _disable_current_modes():
+                        made.view(getattr(torch, fill[1])).fill_(fill[0])
+            return made
+
+    with Filled():
+        yield
+
+
+def holds_fresh_memory_fill(out):
+    """A bool mask (on the CPU) of out's elements whose bits are FRESH_MEMORY_FILL's NaN; None
+    when there is none or out's dtype has no fill. Run outside every dispatch mode: track_allocations logs
+    the learner's tensors, not these."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    fill = FRESH_MEMORY_FILL.get(str(out.dtype).replace("torch.", ""))
+    if fill is None or out.numel() == 0:
+        return None
+    with _disable_current_modes():  # the checks' own work, not the learner's allocations
+        mask = out.detach().view(getattr(torch, fill[1])) == fill[0]
+        return mask.cpu() if bool(mask.any()) else None
 
 
 def call_learner(fn: Callable, *args, label: str = "", **kwargs) -> Any:

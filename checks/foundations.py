@@ -7,7 +7,7 @@ and sizes smaller than one block; interpreter runs use smaller tables than GPU r
 from __future__ import annotations
 
 from checks import launches
-from checks.compare import ratio_constant_per_row
+from checks.compare import always, not_from_values, ratio_constant_per_row
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "foundations"
@@ -87,6 +87,7 @@ def add_fresh_output(ctx, impl, case):
                      diagnose=[_overwritten])
 
 
+@not_from_values
 def _overwritten(got, expected, bad):
     return ("the second call overwrote the first call's output: allocate a fresh output on "
             "every call (no cached buffer)")
@@ -108,7 +109,7 @@ def _first_rows_only(x):
                 f"x.numel() (all {flat.numel()} elements of the {tuple(x.shape)} tensor), not "
                 "len(x)")
 
-    return diagnose
+    return not_from_values(diagnose)
 
 
 def _grid_too_small(block: int):
@@ -127,7 +128,7 @@ def _grid_too_small(block: int):
                 f"wrong (never written), as if only n // BLOCK = {n // block} programs ran; "
                 f"launch triton.cdiv(n, BLOCK) = {-(-n // block)} programs")
 
-    return diagnose
+    return not_from_values(diagnose)
 
 
 def _first_block_only(block: int):
@@ -138,7 +139,7 @@ def _first_block_only(block: int):
                     "each program computed block 0 (offsets = pid * BLOCK + arange)")
         return None
 
-    return diagnose
+    return not_from_values(diagnose)
 
 
 def _softmax_cases(device: str) -> list[Case]:
@@ -410,7 +411,7 @@ def _refused_or_right(ctx, hint, fn, *args, expected, rtol, mentions, what):
                    name=f"{what} (accepted, so it must be right)")
     tolerance = {} if rtol is None else {"rtol": rtol, "atol": 0.0}
     ctx.assert_close(out, expected, name=f"{what} (accepted, so it must be right)",
-                     diagnose=[lambda g, e, bad: hint], **tolerance)
+                     diagnose=[always(hint)], **tolerance)
 
 
 def _refuses(ctx, hint, fn, *args, **kwargs):
@@ -441,8 +442,8 @@ def cuda_stream(ctx, impl, case):
         out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     stream.synchronize()
     ctx.assert_close(out, _softmax64(source), name="row_softmax on a side stream",
-                     diagnose=[lambda g, e, bad: "launched on the default stream instead of the "
-                               "current one (read x before it was written)"])
+                     diagnose=[always("launched on the default stream instead of the "
+                                      "current one (read x before it was written)")])
 
 
 @register(W, "cuda.int64_offsets", tier="cuda", uses=("add", "row_softmax"),
@@ -481,7 +482,7 @@ def cuda_int64_offsets(ctx, impl, case):
     for start, stop in ((0, 4096), (n - 3 * 4096, n)):
         expected = x[start:stop].double().cpu() + y[start:stop].double().cpu()
         ctx.assert_close(out[start:stop], expected, name=f"add(x, y)[{start}:{stop}] of {n}",
-                         diagnose=[lambda g, e, bad: overflow])
+                         diagnose=[always(overflow)])
     del x, y, out
     torch.cuda.empty_cache()
 
@@ -508,6 +509,6 @@ def _int64_row_softmax(ctx, impl, overflow):
     for r in (0, 1, shape[0] // 2, shape[0] - 2, shape[0] - 1):
         ctx.assert_close(out[r], x[r].double().cpu().softmax(dim=-1),
                          name=f"row_softmax(x)[{r}] of {shape}",
-                         diagnose=[lambda g, e, bad: overflow])
+                         diagnose=[always(overflow)])
     del x, out
     torch.cuda.empty_cache()

@@ -15,9 +15,8 @@ hint. Whole output tiles wrong while others are right name the grouped tile-orde
 
 from __future__ import annotations
 
-import contextlib
-
 from checks import launches
+from checks.compare import never_written_hint
 from checks.core import Case, CheckFailed, register
 
 W = "fused_gemm"
@@ -252,6 +251,11 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
     nan_got = int((got64.isnan() & ~rounded.isnan()).sum())
     if nan_got:
         lines.append(f"{nan_got} NaN where the reference is a number")
+    never_written = ctx.never_written(got)
+    if never_written is not None:
+        first = tuple(int(i) for i in never_written.nonzero()[0])
+        lines.append(f"{int(never_written.sum())} never written: they hold the NaN the checks "
+                     f"fill fresh memory with (first at {first})")
     listed = bad.nonzero()[:5].tolist()
     lines.append("first mismatches: " + "; ".join(
         f"{tuple(i)} got {got64[tuple(i)].item():.6g} expected {rounded[tuple(i)].item():.6g}"
@@ -295,6 +299,8 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
             hint = diagnose(got64, rounded, bad) or ""
             if hint:
                 break
+    if not hint and never_written is not None:
+        hint = never_written_hint(never_written)
     raise CheckFailed("\n".join(lines), hint=hint, max_error=ctx_max, tolerance=ctx_tol)
 
 
@@ -334,30 +340,6 @@ def _bias(ctx, n: int, present: bool, scale: float = 1.0):
 def _note_upcast(ctx, dtype: str) -> None:
     if ctx.device == "interpreter" and dtype == "bfloat16":
         ctx.note(UPCAST_NOTE)
-
-
-@contextlib.contextmanager
-def _uninitialized_memory_filled():
-    """Inside the block torch.empty fills new float memory with NaN (torch's deterministic mode,
-    warnings only, with fill_uninitialized_memory): a buffer read before it was written then
-    shows as NaN, not as whatever the allocator happened to hold. Both settings are restored."""
-    import warnings
-
-    import torch
-    import torch.utils.deterministic
-
-    enabled = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    fill = torch.utils.deterministic.fill_uninitialized_memory
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*determinis.*")
-            torch.use_deterministic_algorithms(True, warn_only=True)
-            torch.utils.deterministic.fill_uninitialized_memory = True
-            yield
-    finally:
-        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
-        torch.utils.deterministic.fill_uninitialized_memory = fill
 
 
 def _run(ctx, impl, a, b, bias, relu, **knobs):
@@ -549,10 +531,9 @@ def forward_zero_k(ctx, impl, case):
     a = torch.empty((case.m, 0), dtype=dtype, device=ctx.torch_device)
     b = torch.empty((0, case.n), dtype=dtype, device=ctx.torch_device)
     bias = _bias(ctx, case.n, case.bias)
-    # New memory is NaN during the call: an output never written shows as NaN, not as whatever
+    # ctx.call fills new memory with NaN: an output never written shows as NaN, not as whatever
     # the allocator held (often zeros, which would pass without a bias).
-    with _uninitialized_memory_filled():
-        out = _run(ctx, impl, a, b, bias, case.relu)
+    out = _run(ctx, impl, a, b, bias, case.relu)
     _compare(ctx, out, a, b, bias, case.relu, extra=[_zero_k_skipped])
 
 
@@ -743,9 +724,9 @@ def knobs_group_m(ctx, impl, case):
     outs = []  # kept alive: a freed output's memory must not be handed to the next call
     for g in groups:
         knobs = dict(block_m=bm, block_n=bn, block_k=bk, group_m=g)
-        # New memory is NaN during the call: a tile never computed is wrong as a whole tile,
+        # ctx.call fills new memory with NaN: a tile never computed is wrong as a whole tile,
         # never right by the luck of what the allocator held.
-        with launches.recording() as launched, _uninitialized_memory_filled():
+        with launches.recording() as launched:
             out = _run(ctx, impl, a, b, bias, True, **knobs)
         outs.append(out)
         _compare(ctx, out, a, b, bias, True, name=f"gemm_bias_relu(group_m={g})", tile=(bm, bn))
@@ -1060,8 +1041,8 @@ def _staging_missing(log, launched, knobs, operands) -> str:
 
 
 PADDING_HINT = ("padding of the staged copies not zeroed: the output has NaN where the result is "
-                "a number; this check makes torch.empty fill new memory with NaN (torch's "
-                "fill_uninitialized_memory), so padding read before it was written shows. Write "
+                "a number; the checks fill the memory torch.empty returns with NaN during a call, so "
+                "padding read before it was written shows. Write "
                 "0 into the padded columns of A's copy and the padded rows of B's copy (see "
                 "_gemm_staged): 0 adds nothing to a dot product, garbage or NaN does")
 
@@ -1092,9 +1073,9 @@ def staged_unaligned(ctx, impl, case):
     # Right values prove nothing here: the pointer kernel reads unaligned operands correctly,
     # only slowly. What shows the staging ran is what the launcher allocated (a padded copy of
     # each unaligned operand) and, with persistent=True, that the TMA kernel could run at all.
-    # New memory is NaN during the call, so padding left unwritten poisons the result every time.
-    with ctx.track_allocations() as log, ctx.count_launches() as launched, \
-            _uninitialized_memory_filled():
+    # ctx.call fills new memory with NaN, so padding left unwritten poisons the result every
+    # time.
+    with ctx.track_allocations() as log, ctx.count_launches() as launched:
         try:
             out = _run(ctx, impl, a, b, bias, case.relu, **knobs)
         except CheckFailed as exc:

@@ -17,8 +17,12 @@ def text_table(run: Run, *, verbose: bool = False) -> str:
     lines = [f"implementation: {run.header['impl']}   device: {run.header['device']}   "
              f"seed: {run.header['seed']}"]
     width = max([len(f"{r.workshop}/{r.check}") for r in run.results] + [10])
-    for r in run.results:
-        line = f"{r.outcome:<11} {r.tier:<6} {r.workshop + '/' + r.check:<{width}}  {r.case_label}"
+    # One row per case, except what _collapse_repeated folds (unless verbose): an untouched
+    # starter's TODO, or a file that does not import, is said once per check, not per case.
+    rows = [(r, 1) for r in run.results] if verbose else _collapse_repeated(run.results)
+    for r, cases in rows:
+        label = r.case_label if cases == 1 else f"{cases} cases"
+        line = f"{r.outcome:<11} {r.tier:<6} {r.workshop + '/' + r.check:<{width}}  {label}"
         lines.append(line.rstrip())
         if r.outcome != "PASS" or verbose:
             for text in r.message.splitlines() if r.message else []:
@@ -114,8 +118,8 @@ def _collapse_repeated(results: list[Result]) -> list[tuple[Result, int]]:
     for r in results:
         if rows and (r.outcome == "TODO" or _import_failure(r)):
             last, n = rows[-1]
-            if (last.outcome, last.check, last.message, last.hint) == (r.outcome, r.check,
-                                                                       r.message, r.hint):
+            if ((last.outcome, last.workshop, last.check, last.message, last.hint)
+                    == (r.outcome, r.workshop, r.check, r.message, r.hint)):
                 rows[-1] = (last, n + 1)
                 continue
         rows.append((r, 1))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from checks import launches
+from checks.compare import always
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "softmax_backward"
@@ -147,6 +148,24 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
             tile *= 2
         return None
 
+    def dot_over_row_block(got, exp, bad):
+        # tl.sum(dy * y) without axis=1 sums the whole (BLOCK_M, BLOCK_N) tile: every row of a
+        # block of BLOCK_M rows then subtracts the block's total (rows past the end add 0).
+        yd, dyd, g = (y64, dy64, got) if d == 1 else (y64.t(), dy64.t(), got.t())
+        per_row = (dyd * yd).sum(1)
+        n_rows = per_row.numel()
+        block_m = 2
+        while block_m < 2 * n_rows and block_m <= 256:
+            padded = torch.zeros(-(-n_rows // block_m) * block_m, dtype=torch.float64)
+            padded[:n_rows] = per_row
+            total = padded.reshape(-1, block_m).sum(1).repeat_interleave(block_m)[:n_rows]
+            if _close(g, yd * (dyd - total[:, None]), rtol, atol):
+                return (f"<dy, y> summed over the whole tile: each row subtracted the total of "
+                        f"its block of {block_m} rows; tl.sum(dy * y, axis=1) keeps one dot "
+                        "product per row (tl.sum without an axis sums every element)")
+            block_m *= 2
+        return None
+
     def wrong_dim(got, exp, bad):
         if _close(got, _vjp64(y64, dy64, 1 - d), rtol, atol):
             return (f"reduction over the wrong dimension: the result is the VJP with <dy, y> "
@@ -211,7 +230,7 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     # The one tile width that a `2 * BLOCK_N >= n_cols` slip would run in one pass: the
     # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
-    return [missing_dot, misplaced_parenthesis, wrong_dim, *extra,
+    return [missing_dot, misplaced_parenthesis, dot_over_row_block, wrong_dim, *extra,
             _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot, dot_of_one_tile,
             dy_strides, ragged_tail]
 
@@ -898,8 +917,8 @@ def cuda_stream(ctx, impl, case):
     stream.synchronize()
     ctx.assert_close(out, expected, atol=_atol(y_src, dy_src, -1, expected),
                      name="softmax_backward on a side stream",
-                     diagnose=[lambda g, e, bad: "launched on the default stream instead of the "
-                               "current one (read y and dy before they were written)"])
+                     diagnose=[always("launched on the default stream instead of the "
+                                      "current one (read y and dy before they were written)")])
 
 
 # Past 2^31 elements: (262160, 8192) rows reduced along dim -1 start past 2^31 from row 262144
@@ -961,6 +980,6 @@ def cuda_int64_offsets(ctx, impl, case):
         atol = tol.atol + _fp32_dot_allowance(y_k, dy_k, dim)
         ctx.assert_close(out.narrow(1 - d, k, 1), expected, rtol=tol.rtol, atol=atol,
                          name=f"softmax_backward slice {k} of {n_ind} (dim={dim})",
-                         diagnose=[lambda g, e, bad: INT64_HINT])
+                         diagnose=[always(INT64_HINT)])
     del y, dy, out
     torch.cuda.empty_cache()

@@ -16,6 +16,7 @@ names the mistake only if that stage shows it.
 
 from __future__ import annotations
 
+from checks.compare import always
 from checks.context import CACHED_BUFFER_HINT
 from checks.core import Case, CheckFailed, register
 
@@ -34,9 +35,10 @@ STAT_RTOL = 1e-5
 # ---------------------------------------------------------------------------------------------
 # Float64 references, computed in the check from the input alone
 # ---------------------------------------------------------------------------------------------
-def _chunk_stats64(x64, chunk: int):
+def _chunk_stats64(x64, chunk: int, base_factor: float = 1.0):
     """Per (row, chunk) max and sum of exp(x - max), float64, shape (M, C). Empty chunk state
-    is (-inf, 0), as in workshop 4."""
+    is (-inf, 0), as in workshop 4. base_factor: the sums of exp(base_factor * (x - max)) (a
+    wrong exponent base, see _exponent_models)."""
     import torch
 
     n_rows, n_cols = x64.shape
@@ -46,7 +48,7 @@ def _chunk_stats64(x64, chunk: int):
     tiles = padded.reshape(n_rows, n_chunks, chunk)
     m = tiles.amax(dim=2)
     shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-    s = torch.exp(tiles - shift[:, :, None]).sum(dim=2)
+    s = torch.exp(base_factor * (tiles - shift[:, :, None])).sum(dim=2)
     return m, s
 
 
@@ -151,6 +153,14 @@ HINT_INVERTED = ("rescale factor inverted: merge_stats scaled each chunk's sum b
                  "the row's")
 
 
+LOG2E = 1.4426950408889634
+# {where}: "" or where the mistake shows (" in normalize", ...).
+HINT_EXP_LOG2E = ("tl.exp given the log2(e) factor{where}: each term is e^(t * log2(e)), "
+                  "t = x - m; use tl.exp(t) or tl.exp2(t * log2(e)), not both")
+HINT_EXP2_NO_LOG2E = ("exp2 without log2(e){where}: each term is 2^t, t = x - m; "
+                      "exp(t) = exp2(t * log2(e))")
+
+
 def _mistake_models(x64, chunk: int, *, merge: bool = True):
     """Outputs of the classic mistakes on this input: [(hint, model output)]. merge=False leaves
     out the merge's mistakes (for `normalize` alone, which is handed correct statistics)."""
@@ -179,6 +189,27 @@ def _mistake_models(x64, chunk: int, *, merge: bool = True):
             "chunk-local max and sum: normalize used the chunk's own statistics, so each chunk "
             "sums to 1 on its own",
             torch.exp(x64 - m_local) / s[:, chunk_of_col]))
+    return models
+
+
+def _exponent_models(x64, *, merge: bool = True):
+    """Outputs of a wrong exponent base, [(hint, model output)]: exp(t) = 2^(t * log2(e)), and
+    tl.exp given t * log2(e) (the factor left in when exp2 became exp) raises e to 1.44 t,
+    tl.exp2 given t alone raises 2 to t. In normalize alone the denominator stays right; a
+    mistake made in every stage gives the softmax of x times the factor (rows still sum to
+    1). merge=False: `normalize` alone."""
+    import torch
+
+    t = x64 - x64.amax(dim=1, keepdim=True)
+    s_row = torch.exp(t).sum(dim=1, keepdim=True)
+    models = []
+    for factor, hint in ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E)):
+        numerator = torch.exp(factor * t)
+        models.append((hint.format(where=" in normalize"), numerator / s_row))
+        if merge:
+            where = f" in every stage (the output is softmax({factor:.4g} x))"
+            models.append((hint.format(where=where),
+                           numerator / numerator.sum(dim=1, keepdim=True)))
     return models
 
 
@@ -246,9 +277,8 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
     x64 = x.detach().to("cpu").double()
 
     def models(got, expected, bad):
-        if chunk is None:
-            return None
-        for hint, model in _mistake_models(x64, chunk, merge=merge):
+        candidates = [] if chunk is None else _mistake_models(x64, chunk, merge=merge)
+        for hint, model in candidates + _exponent_models(x64, merge=merge):
             if _explains(got, model, bad, dtype):
                 return hint
         return None
@@ -298,11 +328,12 @@ def _call_stats(ctx, fn, *args, expect_shape, label, **kwargs):
     """Call a stage returning (a, b): both fresh float32 tensors of `expect_shape`, inputs
     unchanged."""
     torch = ctx.torch
-    from checks.context import call_learner
+    from checks.context import call_learner, fresh_memory_filled
 
     inputs = [a for a in args if isinstance(a, torch.Tensor)]
     before = [t.detach().clone() for t in inputs]
-    out = call_learner(fn, *args, label=label, **kwargs)
+    with fresh_memory_filled():  # an element never written reads as NaN, and is named so
+        out = call_learner(fn, *args, label=label, **kwargs)
     if ctx.device == "cuda":
         torch.cuda.synchronize()
     for i, (t, saved) in enumerate(zip(inputs, before)):
@@ -333,6 +364,8 @@ def _call_stats(ctx, fn, *args, expect_shape, label, **kwargs):
     ctx.expect_fresh(out[0], f"{label} (first tensor)")
     if out[1].untyped_storage().data_ptr() != out[0].untyped_storage().data_ptr():
         ctx.expect_fresh(out[1], f"{label} (second tensor)")
+    for t in out:
+        ctx.remember_unwritten(t)
     return out
 
 
@@ -386,7 +419,22 @@ def stats_partial(ctx, impl, case):
         tail_hint,
         lambda g, e, bad: ("sum not shifted by the chunk max: s should sum exp(x - m), every "
                            "term <= 1 and the largest exactly 1"
-                           if bool((g > case.chunk).any()) else None)])
+                           if bool((g > case.chunk).any()) else None),
+        _wrong_base_sums(x, case.chunk)])
+
+
+def _wrong_base_sums(x, chunk: int):
+    """Diagnosis: the partial sums are those of a wrong exponent base (_exponent_models)."""
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        for factor, hint in ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E)):
+            _, model = _chunk_stats64(x64, chunk, factor)
+            if bool(((got - model).abs() <= STAT_RTOL * model.abs()).all()):
+                return hint.format(where=" in partial_stats")
+        return None
+
+    return diagnose
 
 
 def _last_chunk_only(width: int, chunk: int):
@@ -697,14 +745,7 @@ def normalize_values(ctx, impl, case):
                     "1 / s_row")
         return None
 
-    def exp2_without_log2e(got, exp, bad):
-        model = torch.exp2(x64 - m_row.cpu().double()[:, None]) / s_row.cpu().double()[:, None]
-        if _close(got, model, case.dtype):
-            return ("exp2 without log2(e): the output equals 2^(x - m_row) / s_row; "
-                    "exp(t) = exp2(t * log2(e))")
-        return None
-
-    diagnose = ([no_denominator, exp2_without_log2e]
+    diagnose = ([no_denominator]
                 + _output_diagnoses(impl, x, chunk, case.dtype, merge=False))
     ctx.assert_close(y, expected, name=label, diagnose=diagnose)
     # Again with the statistics as strided views (every other element of a wider buffer, as a
@@ -821,13 +862,13 @@ def chunk_invariance(ctx, impl, case):
         c0, m0, s0, y0 = first
         what = f"chunk={chunk} vs chunk={c0}"
         ctx.assert_close(m_row, m0.double(), name=f"m_row, {what}", rtol=0.0, atol=0.0,
-                         diagnose=[lambda g, e, b: "the row maximum must not depend on the chunk "
-                                   "size: is the last chunk masked with -inf?"])
+                         diagnose=[always("the row maximum must not depend on the chunk "
+                                          "size: is the last chunk masked with -inf?")])
         # Two float32 sums of the same terms, grouped differently: within 2x the check's bound.
         ctx.assert_close(s_row, s0.double(), name=f"s_row, {what}", rtol=2 * STAT_RTOL, atol=0.0,
-                         diagnose=[lambda g, e, b: "the denominator depends on the chunk size: "
-                                   "a chunk's sum, the merge or the last chunk's mask is wrong "
-                                   "(stats.partial and stats.merge name the cause)"])
+                         diagnose=[always("the denominator depends on the chunk size: "
+                                          "a chunk's sum, the merge or the last chunk's mask is "
+                                          "wrong (stats.partial and stats.merge name the cause)")])
         # Each output is within tolerance of float64 (forward.values); two of them may differ
         # by both errors: twice the output tolerance.
         from checks.compare import tolerance_for
@@ -1112,8 +1153,9 @@ def cuda_stream(ctx, impl, case):
         y = ctx.call(impl.split_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     stream.synchronize()
     ctx.assert_close(y, _softmax64(source), name="split_softmax on a side stream",
-                     diagnose=[lambda g, e, bad: "a stage launched on the default stream instead "
-                               "of the current one (it read x, or the statistics, too early)"])
+                     diagnose=[always("a stage launched on the default stream instead "
+                                      "of the current one (it read x, or the statistics, too "
+                                      "early)")])
 
 
 @register(W, "cuda.graph", tier="cuda", uses=STAGES,
@@ -1148,5 +1190,5 @@ def cuda_graph(ctx, impl, case):
         graph.replay()
         torch.cuda.synchronize()
         ctx.assert_close(y_static, _softmax64(fresh), name=f"graph replay {trial}",
-                         diagnose=[lambda g, e, bad: "the replay computed on stale data: a stage "
-                                   "read a copy of x made at capture time"])
+                         diagnose=[always("the replay computed on stale data: a stage "
+                                          "read a copy of x made at capture time")])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+from checks.compare import always, not_from_values
 from checks.context import CACHED_BUFFER_HINT
 from checks.core import Case, CheckFailed, Unavailable, register
 
@@ -140,7 +141,7 @@ def _knobs(case) -> dict:
 def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, rescale_l=True,
                 carry_max=True, update_max=True, mask_keys=True, inclusive=True, acc_dtype=None,
                 mask_logit=None, key_limit=None, diagonal_one_block=False,
-                diagonal_unmasked=False):
+                diagonal_unmasked=False, divide_by_column=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -156,6 +157,10 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     exp(-inf) = 0 and a row keeps only the last key block its program visits.
     diagonal_unmasked: causal without the causal term of the mask: a row keeps every key of the
     blocks its program visits (up to the end of its row block), the ones after it included.
+    divide_by_column: out = acc / l_i without [:, None]. The (BLOCK_M,) vector broadcasts as a
+    row, so column c of a row block is divided by the denominator of the block's c-th row:
+    it compiles only where d == block_m (elsewhere this replay gives the right output). A row
+    past N (q loaded as 0, every logit 0) has the denominator N, one for each key.
     """
     import torch
 
@@ -200,6 +205,12 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             den = torch.where(live, den_new, den)
             if update_max:
                 m = torch.where(live, m_new, m)
+    if divide_by_column and v.shape[1] == block_m:
+        n_rows_pad = -(-n // block_m) * block_m
+        den_pad = torch.full((n_rows_pad,), float(n), dtype=torch.float64)
+        den_pad[:n] = den
+        by_column = den_pad.reshape(-1, 1, block_m).expand(-1, block_m, block_m)
+        return acc / by_column.reshape(n_rows_pad, block_m)[:n]
     return acc / den[:, None]
 
 
@@ -360,6 +371,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "whenever the running max grows, like the numerator", rescale_l=False),
         replay("max not carried across blocks: m_new must be max(m_i, max of this block), "
                "not the block's own max", carry_max=False),
+        replay("denominator broadcast along the wrong axis: acc / l_i divides column c by row "
+               "c's denominator (l_i, of shape (BLOCK_M,), broadcasts as a row, which Triton "
+               "allows when d == BLOCK_M); divide each row by its own: acc / l_i[:, None]",
+               divide_by_column=True),
         replay("running max never updated: m_i = m_new is missing at the end of the loop step, "
                "so m_i stays -inf, every step's alpha = exp2(-inf - m_new) = 0 and a row keeps "
                "only the last key block its program visits", max_n=_REPLAY_MAX_N,
@@ -617,7 +632,7 @@ def _valid_call_refused(case) -> str:
 
 def _empty_grid(launched):
     """A diagnosis: a kernel was launched with a grid axis of 0 (so no program ran, and the
-    output holds whatever its fresh memory held)."""
+    output holds the fill of fresh memory)."""
     def diagnose(got, expected, bad):
         for launch in launched:
             if launch.grid is not None and 0 in launch.grid:
@@ -626,7 +641,7 @@ def _empty_grid(launched):
                         f"(cdiv), e.g. key splits capped at cdiv(N, BLOCK_N), not N // BLOCK_N")
         return None
 
-    return diagnose
+    return not_from_values(diagnose)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1752,8 +1767,8 @@ def cuda_stream(ctx, impl, case):
     rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, case.d ** -0.5))
     ctx.assert_close(out, reference(q, k, v, causal=case.causal, scale=case.d ** -0.5),
                      name="attention on a side stream", rtol=rtol, atol=atol,
-                     diagnose=[lambda g, e, bad: "launched on the default stream instead of the "
-                               "current one (read q, k, v before they were written)"])
+                     diagnose=[always("launched on the default stream instead of the "
+                                      "current one (read q, k, v before they were written)")])
 
 
 @register(W, "cuda.long_sequences", tier="cuda", uses=("attention", "attention_heads"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from checks import launches
+from checks.compare import always
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "strided_softmax"
@@ -673,8 +674,8 @@ def forward_fresh_output(ctx, impl, case):
     _compare(ctx, x2, case.dim, out2)
     ctx.assert_close(out, _softmax64(x, case.dim),
                      name="the first call's output, after a second call", diagnose=[
-        lambda g, e, bad: "the second call overwrote the first call's output: allocate a "
-                          "fresh output on every call (no cached buffer)"])
+        always("the second call overwrote the first call's output: allocate a fresh output on "
+               "every call (no cached buffer)")])
 
 
 @register(W, "forward.rows_sum_to_one", tier="kernel", uses=SOFTMAX,
@@ -842,8 +843,8 @@ def cuda_stream(ctx, impl, case):
         out = call_learner(impl.softmax, x, -1, label="softmax")
     stream.synchronize()
     ctx.assert_close(out, expected, name="softmax on a side stream",
-                     diagnose=[lambda g, e, bad: "launched on the default stream instead of "
-                               "the current one (read x before it was written)"])
+                     diagnose=[always("launched on the default stream instead of "
+                                      "the current one (read x before it was written)")])
 
 
 @register(W, "cuda.graph", tier="cuda", uses=SOFTMAX,
@@ -881,8 +882,8 @@ def cuda_graph(ctx, impl, case):
         graph.replay()
         torch.cuda.synchronize()
         ctx.assert_close(out, _softmax64(fresh, case.dim), name=f"graph replay {replay}",
-                         diagnose=[lambda g, e, bad: "the replay computed from stale values: "
-                                   "the captured kernel must read x where it lives"])
+                         diagnose=[always("the replay computed from stale values: "
+                                          "the captured kernel must read x where it lives")])
 
 
 _COPY_LAYOUTS = ("transposed", "stepped", "broadcast_rows", "sliced")
@@ -947,8 +948,8 @@ def cuda_int64_offsets(ctx, impl, case):
         got = out.select(1 - d, k)
         expected = x.select(1 - d, k).double().cpu().softmax(dim=0)
         ctx.assert_close(got, expected, name=f"softmax row {k} of {n_rows}",
-                         diagnose=[lambda g, e, bad: "offsets overflowed 32 bits: widen the "
-                                   "program id (and every index that multiplies a stride) to "
-                                   "int64 before the multiply"])
+                         diagnose=[always("offsets overflowed 32 bits: widen the "
+                                          "program id (and every index that multiplies a "
+                                          "stride) to int64 before the multiply")])
     del base, x, out
     torch.cuda.empty_cache()

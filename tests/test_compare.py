@@ -82,3 +82,77 @@ def test_an_empty_input_returned_as_the_output_fails():
     with pytest.raises(CheckFailed, match="returned one of its inputs"):
         ctx.call(lambda t: t, x)
     assert ctx.call(lambda t: torch.empty_like(t), x).shape == (0, 5)
+
+
+# -- elements never written ------------------------------------------------------------------
+# ctx.call fills fresh float memory with a NaN of its own bit pattern, so an element no kernel
+# wrote fails on every run (never right by the luck of the allocator) and is named as such.
+
+def _half_written(x):
+    out = torch.empty_like(x)
+    out[: x.shape[0] // 2] = x[: x.shape[0] // 2] * 2
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_elements_never_written_fail_and_are_named(dtype):
+    ctx = _context()
+    x = ctx.randn((6, 5), dtype)
+    out = ctx.call(_half_written, x, expect_shape=(6, 5), expect_dtype=dtype)
+    assert ctx.never_written(out)[3:].all() and not ctx.never_written(out)[:3].any()
+    with pytest.raises(CheckFailed) as failed:
+        ctx.assert_close(out, x.double() * 2)
+    assert "15 never written" in failed.value.message
+    assert failed.value.hint.startswith("output never written: 15 of 30 elements")
+    assert "(first at (3, 0))" in failed.value.hint
+
+
+def test_a_fully_written_output_has_no_mask_and_passes():
+    ctx = _context()
+    x = ctx.randn((6, 5))
+    out = ctx.call(lambda t: t * 2, x, expect_shape=(6, 5), expect_dtype="float32")
+    assert ctx.never_written(out) is None
+    ctx.assert_close(out, x.double() * 2)
+
+
+def test_an_element_never_written_fails_where_the_reference_is_nan():
+    """The fill is a NaN, and NaN agrees with NaN: an unwritten element must fail anyway."""
+    ctx = _context()
+    x = ctx.randn((4, 3))
+    out = ctx.call(_half_written, x, expect_shape=(4, 3), expect_dtype="float32")
+    expected = x.double() * 2
+    expected[2:] = float("nan")
+    with pytest.raises(CheckFailed, match="never written"):
+        ctx.assert_close(out, expected)
+
+
+def test_only_diagnoses_not_from_values_speak_when_nothing_wrong_was_written():
+    """A diagnosis that reads the wrong values would read the fill; one marked
+    not_from_values (it reasons about which elements are wrong) still speaks first."""
+    ctx = _context()
+    x = ctx.randn((4, 3))
+    out = ctx.call(_half_written, x, expect_shape=(4, 3), expect_dtype="float32")
+    reads_values = lambda got, expected, bad: "NaN: max subtraction missing?"  # noqa: E731
+    coverage = compare.always("grid too small")
+    with pytest.raises(CheckFailed) as failed:
+        ctx.assert_close(out, x.double() * 2, diagnose=[reads_values])
+    assert failed.value.hint.startswith("output never written")
+    with pytest.raises(CheckFailed) as failed:
+        ctx.assert_close(out, x.double() * 2, diagnose=[reads_values, coverage])
+    assert failed.value.hint == "grid too small"
+
+
+def test_the_fill_is_not_logged_as_an_allocation(monkeypatch):
+    """track_allocations logs the same with the fill as without it."""
+    from checks import context
+
+    def logged():
+        ctx = _context()
+        x = ctx.randn((4, 3))
+        with ctx.track_allocations() as log:
+            ctx.call(lambda t: torch.empty_like(t).copy_(t), x)
+        return log
+
+    with_fill = logged()
+    monkeypatch.setattr(context, "FRESH_MEMORY_FILL", {})
+    assert with_fill == logged()

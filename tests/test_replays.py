@@ -46,7 +46,7 @@ def _mutated_kernel(q, k, v, *, causal, scale, block_m, block_n, splits, unclamp
             end1 = (split + 1) * per * block_n if unclamped else min((split + 1) * per, steps) * block_n
             end2 = hi2 if split == splits - 1 else lo2
             m = torch.full((block_m,), -math.inf, dtype=torch.float64)
-            l = torch.zeros(block_m, dtype=torch.float64)
+            denom = torch.zeros(block_m, dtype=torch.float64)
             acc = torch.zeros((block_m, d), dtype=torch.float64)
             for lo, hi, masked in ((lo1, end1, False), (lo2, end2, True)):
                 for start_n in range(lo, hi, block_n):
@@ -59,13 +59,13 @@ def _mutated_kernel(q, k, v, *, causal, scale, block_m, block_n, splits, unclamp
                         s = s.masked_fill(~keep, -math.inf)
                     m_new = torch.maximum(m, s.max(dim=1).values)
                     p, alpha = torch.exp(s - m_new[:, None]), torch.exp(m - m_new)
-                    l = l * alpha + p.sum(dim=1)
+                    denom = denom * alpha + p.sum(dim=1)
                     acc = acc * alpha[:, None] + p @ v_pad[keys]
                     m = m_new
-            states.append((m, l, acc))
+            states.append((m, denom, acc))
         top = torch.stack([m for m, _, _ in states]).max(dim=0).values
         num = sum(torch.exp(m - top)[:, None] * acc for m, _, acc in states)
-        den = sum(torch.exp(m - top) * l for m, l, _ in states)
+        den = sum(torch.exp(m - top) * row_sum for m, row_sum, _ in states)
         out[rows[valid]] = (num / den[:, None])[valid]
     return out
 

@@ -304,6 +304,16 @@ def test_check_table_collapses_identical_todo_rows_only():
     assert table.count("<tr>") == 1 + 1 + 2 + 3 + 1
     assert "5 cases" in table and "4 cases" in table and "<b>7 FAIL, 7 TODO</b>" in table
 
+    # The command line's table folds the same rows (and shows every case with --verbose).
+    from checks.report import text_table
+    from checks.runner import Run
+
+    run = Run(header={"impl": "kernels", "device": "interpreter", "seed": 1}, results=rows)
+    text = text_table(run)
+    assert text.count("could not import") == 1 and "4 cases" in text and "5 cases" in text
+    assert text.count("wrong") == 3
+    assert text_table(run, verbose=True).count("could not import") == 4
+
 
 def test_notebook_try_cells_skip_unfinished_exercises_and_explain_finished_ones(capsys):
     """lab.ready lists the open TODO lines in file order; lab.explain names the learner's line."""

@@ -106,3 +106,19 @@ BUGS += [
         replace="warps = min(max(block_n // 256, 1), 16)", check="row_softmax.values",
         hint="knob ignored: num_warps="),
 ]
+
+BUGS += [
+    # The store forgotten: the output keeps whatever fresh memory held. The checks fill fresh
+    # memory with a NaN of their own, so the row reads as "never written", not as the NaN of
+    # an overflow (which "missing max subtraction" would name on the extreme rows).
+    Bug("softmax_store_missing",
+        find="    tl.store(out_ptr + row * stride_om + cols, y.to(out_ptr.dtype.element_ty), "
+             "mask=mask)\n",
+        replace="", check="row_softmax.extreme", hint="output never written"),
+    # The store's mask one short: the last element is never written.
+    Bug("add_store_mask_one_short",
+        find="    tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)",
+        replace="    tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), "
+                "mask=offsets < n_elements - 1)",
+        check="add.values", hint="output never written: 1 of"),
+]

@@ -106,3 +106,16 @@ BUGS += [
         replace="bn = (width if bm * width <= 4096", check="backward.values",
         hint="knob ignored: block_n=32"),
 ]
+
+BUGS += [
+    # tl.sum without its axis: the looped path adds the whole tile's sum to every row's dot.
+    Bug("dot_summed_over_tile", find="dot += tl.sum(dy * y, axis=1)",
+        replace="dot += tl.sum(dy * y)", check="backward.values",
+        hint="<dy, y> summed over the whole tile"),
+    # The same in the one-pass branch (a scalar dot, subtracted from every row).
+    Bug("one_pass_dot_summed_over_tile",
+        find="        dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row\n"
+             "        dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)\n",
+        replace="        dot = tl.sum(dy * y)\n        dx = y * (dy - dot)\n",
+        check="backward.values", hint="<dy, y> summed over the whole tile"),
+]

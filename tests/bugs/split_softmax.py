@@ -149,3 +149,16 @@ BUGS = [
         find="    m_row, s_row = m_row.contiguous(), s_row.contiguous()\n", replace="",
         check="normalize.values", hint="m_row / s_row strides ignored"),
 ]
+
+BUGS += [
+    # exp2 turned into exp with the log2(e) factor left in: e^(1.44 t), a wrong exponent base.
+    Bug("normalize_exp_log2e_folded", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
+        replace="y = tl.exp((x - m_row) * LOG2E) * inv_s", check="normalize.values",
+        hint="tl.exp given the log2(e) factor"),
+    Bug("partial_exp_log2e_folded", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp((x - m_shift) * LOG2E), axis=0)", check="stats.partial",
+        hint="tl.exp given the log2(e) factor"),
+    # The same in all three stages: the output is softmax(log2(e) x), every row summing to 1.
+    Bug("every_stage_exp_log2e_folded", find="tl.exp2(", replace="tl.exp(", count=3,
+        check="forward.values", hint="in every stage"),
+]

@@ -259,3 +259,11 @@ BUGS += [
         replace="                keep = keep\n", check="forward.values",
         hint="causal mask missing from keep"),
 ]
+
+BUGS += [
+    # The denominator broadcast as a row: column c divided by row c's l_i (it compiles only
+    # where d == BLOCK_M, as for N = 64, d = 64, whose default blocks shrink to 64).
+    Bug("divide_by_column", find="out = acc / l_i[:, None]  # (BLOCK_M, HEAD_DIM)",
+        replace="out = acc / l_i  # (BLOCK_M, HEAD_DIM)", check="forward.values",
+        hint="denominator broadcast along the wrong axis"),
+]
