@@ -44,6 +44,10 @@
 # normalization and split softmax (107 bugs, JOBS 2-7, beside their checks) 162 s; strided
 # softmax's 32 bugs 56 s and softmax backward's 22 bugs 36 s at JOBS=12. So every workshop's
 # zoo now fits one command; keep the shards for a slower day.
+# The twenty-ninth session ran the whole GPU validation in two commands: `checks` beside `zoo`
+# (BUGZOO_JOBS=3, so 18 mutant processes beside 15 check shards) for every workshop but
+# attention, from a cold start: checks done after 187 s, the 168 bugs after 211 s; then
+# attention alone warm (JOBS=12): checks and 54 bugs in 134 s.
 set -euo pipefail
 out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
 tag=${2:-$(date +%Y%m%d)}
