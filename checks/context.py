@@ -33,10 +33,8 @@ FRESH_MEMORY_FILL = {
     "float32": (0x7FDB7E5B, "int32"),
     "float64": (0x7FFB7E5B7E5B7E5B, "int64"),
 }
-_EMPTY_FACTORIES = {
-    "aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
-    "aten.new_empty.default", "aten.new_empty_strided.default",
-}
+# The torch functions that hand out uninitialized memory (as a TorchFunctionMode sees them).
+_EMPTY_FACTORIES = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
 
 
 class CheckContext:
@@ -322,23 +320,29 @@ class CheckContext:
 
 @contextlib.contextmanager
 def fresh_memory_filled():
-    """Inside the block, fill every float tensor an empty-factory makes with the NaN of
-    FRESH_MEMORY_FILL (not the copies Triton's interpreter makes while a kernel runs). The
-    fill runs with every dispatch mode switched off: track_allocations must not log it as an
-    operation of the learner's."""
+    """Inside the block, fill every float tensor that torch.empty (empty_like, empty_strided,
+    Tensor.new_empty, new_empty_strided) makes with the NaN of FRESH_MEMORY_FILL (not the
+    copies Triton's interpreter makes while a kernel runs).
+
+    A TorchFunctionMode sees those calls where learner code makes them, in Python. (A
+    TorchDispatchMode would also see allocations inside torch's own C++ code, but entering
+    the first one in a process imports torch._dynamo: 1.6 s, inside the case's time limit.)
+    The fill runs with every dispatch mode switched off: track_allocations must not log it as
+    an operation of the learner's."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import _disable_current_modes
 
     from checks import launches
 
     launches.install()
 
-    class Filled(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    class Filled(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
             made = func(*args, **(kwargs or {}))
-            if (str(func) in _EMPTY_FACTORIES and isinstance(made, torch.Tensor)
-                    and made.numel() and made.device.type != "meta"
-                    and not launches.inside_launch()):
+            if (getattr(func, "__name__", "") in _EMPTY_FACTORIES
+                    and isinstance(made, torch.Tensor) and made.numel()
+                    and made.device.type != "meta" and not launches.inside_launch()):
                 fill = FRESH_MEMORY_FILL.get(str(made.dtype).replace("torch.", ""))
                 if fill is not None:
                     with _disable_current_modes():

@@ -43,7 +43,7 @@ def add_values(ctx, impl, case):
     expected = x.double().cpu() + y.double().cpu()
     ctx.assert_close(out, expected, name=f"add(x, y) of shape {tuple(shape)}",
                      diagnose=[_first_rows_only(x), _grid_too_small(case.block),
-                               _first_block_only(case.block)])
+                               _first_block_only(case.block), _one_operand_twice(x, y)])
     # Right values do not show that block reached the kernel (any BLOCK adds correctly).
     _knobs_ignored(launched, "add(x, y)", dict(block=case.block))
 
@@ -110,6 +110,23 @@ def _first_rows_only(x):
                 "len(x)")
 
     return not_from_values(diagnose)
+
+
+def _one_operand_twice(x, y):
+    """Diagnosis: the output is x + x (or y + y): both loads read the same pointer."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import tolerance_for
+
+        tol = tolerance_for(x.dtype)
+        for name, other, t in (("x", "y", x), ("y", "x", y)):
+            model = 2 * t.detach().cpu().double()
+            if bool(((got - model).abs() <= tol.atol + tol.rtol * model.abs()).all()):
+                return (f"one operand loaded twice: the output is {name} + {name}; load {other} "
+                        f"from {other}_ptr (each tensor has its own pointer)")
+        return None
+
+    return diagnose
 
 
 def _grid_too_small(block: int):
@@ -193,6 +210,27 @@ def _tail_loaded_as_zero(x, block: int):
     return diagnose
 
 
+def _max_as_denominator(x):
+    """Diagnosis: the output is exp(x - max), each row divided by the largest numerator (1)
+    instead of their sum: tl.max where tl.sum belongs."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import tolerance_for
+
+        x64 = x.detach().cpu().double()
+        model = torch.exp(x64 - x64.amax(dim=-1, keepdim=True))
+        tol = tolerance_for(x.dtype)
+        if x64.shape[-1] < 2 or not bool(((got - model).abs()
+                                            <= tol.atol + tol.rtol * model.abs()).all()):
+            return None
+        return ("denominator is the max, not the sum: every row equals exp(x - max) (its "
+                "largest element is 1); divide by tl.sum(numerator, axis=0)")
+
+    return diagnose
+
+
 def _finite_tail_sentinel(x):
     """Diagnosis: rows whose logits all lie far below 0 (-1e31) lost their mass to the padded
     lanes, which therefore held a finite value larger than every logit (other=-1e30, or the
@@ -225,10 +263,12 @@ def _softmax_diagnoses(width: int, x=None):
     # last columns.
     block = 1 << max(width - 1, 0).bit_length()
     return [
-        *([_tail_loaded_as_zero(x, block)] if x is not None else []),
+        *([_tail_loaded_as_zero(x, block), _max_as_denominator(x)] if x is not None else []),
+        # Padded lanes can only add to the denominator: the rows come out too small.
         lambda g, e, bad: ("tail not masked: padded lanes were loaded as 0 (or garbage) instead "
                            "of -inf, so each adds exp(0 - max) to the denominator"
                            if width != block and bool(bad.any())
+                           and bool((g.sum(dim=-1) < e.sum(dim=-1)).all())
                            and ratio_constant_per_row("x")(g, e, bad) else None),
         ratio_constant_per_row("the normalizer is wrong: every element of a row is off by the "
                                "same factor (sum over the wrong lanes?)"),

@@ -125,9 +125,16 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
         out.append(("bias indexed by row: the output matches acc[m, n] + bias[m]; bias[n] belongs "
                     "to column n (broadcast it down the rows: offs_n[None, :])",
                     finish(acc + by_row[:, None])))
-    elif relu:
-        out.append(("ReLU missing or misplaced: the output matches acc without the ReLU",
-                    rnd(acc).double()))
+    # The ReLU's switch: left out where it was asked for, applied where it was not.
+    pre = acc + bias.detach().cpu().float() if bias is not None else acc
+    if relu:
+        out.append(("ReLU missing or misplaced: the output matches acc"
+                    f"{' + bias' if bias is not None else ''} without the ReLU",
+                    rnd(pre).double()))
+    else:
+        out.append(("ReLU applied though relu=False: the output matches max(acc"
+                    f"{' + bias' if bias is not None else ''}, 0); apply it only when "
+                    "APPLY_RELU (relu=True)", rnd(pre.clamp_min(0.0)).double()))
     return out
 
 

@@ -126,6 +126,20 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
                     "dot product <dy, y> from dy before multiplying by y (J = diag(y) - y y^T)")
         return None
 
+    def swapped_or_dot_without_y(got, exp, bad):
+        rows_dot = (dy64 * y64).sum(d, keepdim=True)
+        if _close(got, dy64 * (y64 - rows_dot), rtol, atol) \
+                and not _close(exp, dy64 * (y64 - rows_dot), rtol, atol):
+            return ("y and dy swapped: the result equals dy * (y - <dy, y>); the formula is "
+                    "y * (dy - <dy, y>) (or the two were passed to the kernel in each other's "
+                    "place)")
+        sum_dy = dy64.sum(d, keepdim=True)
+        if _close(got, y64 * (dy64 - sum_dy), rtol, atol) \
+                and not _close(exp, y64 * (dy64 - sum_dy), rtol, atol):
+            return ("the dot product left out y: the result equals y * (dy - sum(dy)); each "
+                    "row's <dy, y> is tl.sum(dy * y, axis=1)")
+        return None
+
     def misplaced_parenthesis(got, exp, bad):
         rows = (dy64 * y64).sum(d, keepdim=True)
         if _close(got, y64 * dy64 - rows, rtol, atol):
@@ -230,7 +244,8 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     # The one tile width that a `2 * BLOCK_N >= n_cols` slip would run in one pass: the
     # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
-    return [missing_dot, misplaced_parenthesis, dot_over_row_block, wrong_dim, *extra,
+    return [missing_dot, swapped_or_dot_without_y, misplaced_parenthesis, dot_over_row_block,
+            wrong_dim, *extra,
             _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot, dot_of_one_tile,
             dy_strides, ragged_tail]
 

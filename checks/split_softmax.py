@@ -155,10 +155,11 @@ HINT_INVERTED = ("rescale factor inverted: merge_stats scaled each chunk's sum b
 
 LOG2E = 1.4426950408889634
 # {where}: "" or where the mistake shows (" in normalize", ...).
-HINT_EXP_LOG2E = ("tl.exp given the log2(e) factor{where}: each term is e^(t * log2(e)), "
-                  "t = x - m; use tl.exp(t) or tl.exp2(t * log2(e)), not both")
-HINT_EXP2_NO_LOG2E = ("exp2 without log2(e){where}: each term is 2^t, t = x - m; "
-                      "exp(t) = exp2(t * log2(e))")
+HINT_EXP_LOG2E = ("tl.exp given the log2(e) factor{where}: each term is e^(t * log2(e)) for "
+                  "its exponent t (x - m, or m_c - m_row in the merge); use tl.exp(t) or "
+                  "tl.exp2(t * log2(e)), not both")
+HINT_EXP2_NO_LOG2E = ("exp2 without log2(e){where}: each term is 2^t for its exponent t (x - m, "
+                      "or m_c - m_row in the merge); exp(t) = exp2(t * log2(e))")
 
 
 def _mistake_models(x64, chunk: int, *, merge: bool = True):
@@ -648,6 +649,8 @@ def _layout_view(t, layout: str):
 
 
 def _merge_diagnoses(m64, s64):
+    import torch
+
     def no_rescale(got, expected, bad):
         if got.shape != expected.shape or m64.shape[1] < 2:
             return None
@@ -674,7 +677,20 @@ def _merge_diagnoses(m64, s64):
                     "m or s?)")
         return None
 
-    return [no_rescale, inverted, other_row]
+    def wrong_base(got, expected, bad):
+        # the rescale factor exp(m_c - m_row) computed in the wrong base (_exponent_models)
+        if got.shape != expected.shape or m64.shape[1] < 2:
+            return None
+        m_row = m64.amax(dim=1, keepdim=True)
+        shift = torch.where(torch.isinf(m_row), torch.zeros_like(m_row), m_row)
+        for factor, hint in ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E)):
+            model = (s64 * torch.exp(factor * (m64 - shift))).sum(dim=1)
+            if bool(model[bad].isfinite().any()) and _close(got, model, "float32",
+                                                                rtol=STAT_RTOL):
+                return hint.format(where=" in merge_stats' rescale factor")
+        return None
+
+    return [no_rescale, inverted, other_row, wrong_base]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -740,9 +756,13 @@ def normalize_values(ctx, impl, case):
     chunk = _chunk_for(impl, case, x)
 
     def no_denominator(got, exp, bad):
-        if _close(got, torch.exp(x64 - m_row.cpu().double()[:, None]), case.dtype):
+        numerator = torch.exp(x64 - m_row.cpu().double()[:, None])
+        if _close(got, numerator, case.dtype):
             return ("denominator missing: the output equals exp(x - m_row); multiply by "
                     "1 / s_row")
+        if _close(got, numerator * s_row.cpu().double()[:, None], case.dtype):
+            return ("multiplied by the sum instead of dividing: the output equals "
+                    "exp(x - m_row) * s_row; multiply by 1 / s_row")
         return None
 
     diagnose = ([no_denominator]

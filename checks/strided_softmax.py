@@ -292,7 +292,13 @@ def _call(ctx, impl, x, dim, **knobs):
     except CheckFailed as exc:
         # Under the interpreter an address past every tensor stops the kernel cleanly; on this
         # workshop a store past the output means output strides taken from somewhere else.
-        if "out-of-bounds store" in exc.message:
+        if "out-of-bounds store" in exc.message and tuple(x.stride()) == (x.shape[1], 1):
+            # x has the output's own strides: taking them cannot be the cause
+            exc.hint = ("store not masked (or a wrong offset): a store reached past the end "
+                        "of the output; mask it with the row mask and the position mask "
+                        "together (x's strides equal the output's here, so they are not the "
+                        "cause)")
+        elif "out-of-bounds store" in exc.message:
             exc.hint = ("output written with the input's strides (or a store without its "
                         "mask): the output is a new contiguous tensor with strides "
                         f"({x.shape[1]}, 1)")

@@ -122,3 +122,15 @@ BUGS += [
                 "mask=offsets < n_elements - 1)",
         check="add.values", hint="output never written: 1 of"),
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit: tl.max where tl.sum belongs (the row
+    # divided by its largest numerator, 1), which the "tail not masked" hint used to claim.
+    Bug("softmax_denominator_max", find="denominator = tl.sum(numerator, axis=0)",
+        replace="denominator = tl.max(numerator, axis=0)", check="row_softmax.values",
+        hint="denominator is the max, not the sum"),
+    # ...and y loaded from x's pointer: the output is x + x.
+    Bug("add_y_from_x_ptr", find="y = tl.load(y_ptr + offsets, mask=mask)",
+        replace="y = tl.load(x_ptr + offsets, mask=mask)", check="add.values",
+        hint="one operand loaded twice"),
+]

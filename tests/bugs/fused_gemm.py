@@ -155,3 +155,11 @@ BUGS = [
         replace="bias = tl.load(bias_ptr + offs_n[None, :])", check="forward.ragged",
         hint="tail not masked", interpreter_only=True),  # columns past N are never stored
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit: the ReLU applied whatever relu says
+    # (its hint was "small results flushed to zero").
+    Bug("relu_always_applied", find="    if APPLY_RELU:\n        acc = tl.maximum(acc, 0.0)\n",
+        replace="    acc = tl.maximum(acc, 0.0)\n", check="forward.ragged",
+        hint="ReLU applied though relu=False"),
+]

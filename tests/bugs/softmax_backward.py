@@ -119,3 +119,18 @@ BUGS += [
         replace="        dot = tl.sum(dy * y)\n        dx = y * (dy - dot)\n",
         check="backward.values", hint="<dy, y> summed over the whole tile"),
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit (both were silent): y and dy swapped
+    # in the formula (both branches), and in autograd's backward call...
+    Bug("y_dy_swapped", find="dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)",
+        replace="dx = dy * (y - dot[:, None])  # (BLOCK_M, BLOCK_N)", count=2,
+        check="backward.values", hint="y and dy swapped"),
+    Bug("apply_y_dy_swapped", find="dx = softmax_backward(y, dy, ctx.dim)",
+        replace="dx = softmax_backward(dy, y, ctx.dim)", check="autograd.softmax_apply",
+        hint="y and dy swapped"),
+    # ...and the dot product taken over dy alone.
+    Bug("dot_without_y", find="dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row",
+        replace="dot = tl.sum(dy, axis=1)  # (BLOCK_M,) one dot product per row",
+        check="backward.values", hint="the dot product left out y"),
+]

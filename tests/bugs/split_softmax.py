@@ -162,3 +162,13 @@ BUGS += [
     Bug("every_stage_exp_log2e_folded", find="tl.exp2(", replace="tl.exp(", count=3,
         check="forward.values", hint="in every stage"),
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit (both were silent): the merge's
+    # rescale factor in the wrong base, and normalize multiplying by the sum.
+    Bug("merge_exp2_without_log2e", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += s * tl.exp2(m - m_row)", check="stats.merge",
+        hint="exp2 without log2(e) in merge_stats"),
+    Bug("normalize_multiplies_by_sum", find="inv_s = 1.0 / s_row", replace="inv_s = s_row",
+        check="normalize.values", hint="multiplied by the sum instead of dividing"),
+]

@@ -267,3 +267,21 @@ BUGS += [
         replace="out = acc / l_i  # (BLOCK_M, HEAD_DIM)", check="forward.values",
         hint="denominator broadcast along the wrong axis"),
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit (silent, or "the output is all
+    # zeros"): alpha applied after this block was added, to the numerator or the denominator,
+    # and the final division left out.
+    Bug("acc_rescaled_after_add",
+        find="        acc = acc * alpha[:, None]\n"
+             "        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)",
+        replace="        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)\n"
+                "        acc = acc * alpha[:, None]",
+        check="forward.values", hint="numerator rescaled after the add"),
+    Bug("l_rescaled_after_add", find="l_i = l_i * alpha + tl.sum(p, 1)",
+        replace="l_i = (l_i + tl.sum(p, 1)) * alpha", check="forward.values",
+        hint="denominator rescaled after the add"),
+    Bug("no_final_division", find="out = acc / l_i[:, None]  # (BLOCK_M, HEAD_DIM)",
+        replace="out = acc  # (BLOCK_M, HEAD_DIM)", check="forward.values",
+        hint="the final division missing"),
+]

@@ -163,3 +163,14 @@ BUGS += [
                 "        x = x.contiguous()\n    p = plan(x, dim,",
         check="forward.no_input_copy", hint="the input was copied"),
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit: the store's row mask dropped, so the
+    # rows past the last one are stored; the hint blamed the input's strides, which here are
+    # the output's own. (Under the interpreter "store not masked", on a GPU the tail guard's
+    # "tail not masked".)
+    Bug("store_without_row_mask",
+        find="tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)",
+        replace="tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=r_ok)",
+        check="forward.layouts", hint="not masked"),
+]
