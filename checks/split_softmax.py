@@ -120,7 +120,8 @@ def _close(got, model, dtype: str, rtol: float | None = None) -> bool:
     if got.shape != model.shape:
         return False
     agree = (got.isnan() & model.isnan()) | (got.isinf() & (got == model))
-    ok = (got - model).abs() <= tol.atol + rtol * model.abs()
+    # (an infinite model has no tolerance: rtol * inf would accept any number)
+    ok = ((got - model).abs() <= tol.atol + rtol * model.abs()) & model.isfinite()
     return bool((ok | agree).all())
 
 

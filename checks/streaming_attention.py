@@ -278,8 +278,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             return False
         both_nan = got.isnan() & candidate.isnan()
         err = (got - candidate).abs()
-        # (== as well: an infinity agrees with the same infinity, whose difference is NaN)
-        ok = (err <= atol + rtol * candidate.abs()) | both_nan | (got == candidate)
+        # An infinite candidate has no tolerance (rtol * inf would accept any number); an
+        # infinity agrees with the same infinity (==), whose difference is NaN.
+        near = (err <= atol + rtol * candidate.abs()) & candidate.isfinite()
+        ok = near | both_nan | (got == candidate)
         return float(ok.double().mean()) >= 0.99
 
     def differs(candidate, expected):
@@ -805,7 +807,7 @@ def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
                 cand = _split_merged64(q, k, v, causal=case.causal, scale=scale, block_m=bm,
                                        block_n=bn, splits=case.splits, **switches)
                 err = (got.double().cpu() - cand).abs()
-                if bool((err <= atol + rtol * cand.abs()).all()):
+                if bool(((err <= atol + rtol * cand.abs()) & cand.isfinite()).all()):
                     return label
             return None
 
@@ -1047,8 +1049,9 @@ def _reproduces(got, candidate, expected, dtype: str, v, max_logit: float) -> bo
     wrong = ((candidate - expected).abs() > atol + rtol * expected.abs()) | candidate.isnan()
     if not bool(wrong.any()):
         return False
-    ok = ((got - candidate).abs() <= atol + rtol * candidate.abs()) | (got.isnan()
-                                                                       & candidate.isnan())
+    # (an infinite candidate has no tolerance: rtol * inf would accept any number)
+    near = ((got - candidate).abs() <= atol + rtol * candidate.abs()) & candidate.isfinite()
+    ok = near | (got.isnan() & candidate.isnan()) | (got == candidate)
     return float(ok.double().mean()) >= 0.99
 
 
