@@ -263,9 +263,9 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         lines.append(f"{nan_got} NaN where the reference is a number")
     never_written = ctx.never_written(got)
     if never_written is not None:
-        first = tuple(int(i) for i in never_written.nonzero()[0])
+        first_at = tuple(int(i) for i in never_written.nonzero()[0])
         lines.append(f"{int(never_written.sum())} never written: they hold the NaN the checks "
-                     f"fill fresh memory with (first at {first})")
+                     f"fill fresh memory with (first at {first_at})")
     listed = bad.nonzero()[:5].tolist()
     lines.append("first mismatches: " + "; ".join(
         f"{tuple(i)} got {got64[tuple(i)].item():.6g} expected {rounded[tuple(i)].item():.6g}"
