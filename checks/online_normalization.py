@@ -263,6 +263,12 @@ HINT_LSE_FORM = ("log_sum_exp not in the shifted form: log_sum_exp(State(-1000.0
                  "-1000.0 and log_sum_exp(State(1000.0, 1.0)) 1000.0; log(s * exp(m)) underflows "
                  "(exp(-1000) = 0, log(0) fails) or overflows (exp(1000) = inf): return "
                  "m + log(s)")
+HINT_SUM_AS_MAX = ("s is the largest term, not the sum: from_values([1000.0, 999.0]) should be "
+                   "State(1000.0, 1 + exp(-1)), but s = 1, the term of the maximum alone; s is "
+                   "np.sum(np.exp(x - m)), the sum over the chunk")
+HINT_MIN = ("min taken for the merged max: merge(State(1, 1), State(0, 1)) must have m = "
+            "max(a.m, b.m) = 1 in both orders, but it is 0; with the smaller maximum as the "
+            "shift, exp(own m - merged m) overflows when the chunks lie far apart")
 HINT_FIRST_MAX = ("first chunk's max used instead of the merged max: merge(State(0, 1), "
                   "State(1, 1)) must have m = max(a.m, b.m) = 1; keeping a.m leaves s scaled by "
                   "exp(b.m - a.m), which overflows when the later chunk is much larger")
@@ -354,6 +360,8 @@ def _first_mistake(impl) -> str | None:
         got, error = run(impl.from_values, np.array(row))
         if error is not None and not isinstance(error, NAN_ERRORS):
             break  # from_values crashes for another reason: these probes cannot tell
+        if got is not None and _is_state(impl, got) and got.m == m and got.s == 1.0:
+            return HINT_SUM_AS_MAX  # the shift is there; the sum is not
         if not (got is not None and _is_state(impl, got) and got.m == m
                 and math.isfinite(got.s) and abs(got.s - e1) <= 1e-3 * e1):
             return HINT_SHIFT
@@ -374,6 +382,9 @@ def _first_mistake(impl) -> str | None:
     if low is None or high is None:
         return None
     forward, backward = attempt(impl.merge, low, high), attempt(impl.merge, high, low)
+    ms = [got.m for got in (forward, backward) if got is not None and _is_state(impl, got)]
+    if len(ms) == 2 and ms == [0.0, 0.0]:
+        return HINT_MIN  # the smaller maximum in both orders (keeping a.m gives 0, then 1)
     for got in (forward, backward):
         if got is not None and _is_state(impl, got) and got.m != 1.0:
             return HINT_FIRST_MAX

@@ -422,7 +422,33 @@ def stats_partial(ctx, impl, case):
         lambda g, e, bad: ("sum not shifted by the chunk max: s should sum exp(x - m), every "
                            "term <= 1 and the largest exactly 1"
                            if bool((g > case.chunk).any()) else None),
-        _wrong_base_sums(x, case.chunk)])
+        _wrong_base_sums(x, case.chunk), _shift_clamped_at_zero(x, case.chunk)])
+
+
+def _shift_clamped_at_zero(x, chunk: int):
+    """Diagnosis: the partial sums are sums of exp(x - max(m, 0)): the chunk of only -inf
+    handled with a shift of max(m, 0) instead of 0 for that chunk alone (so every chunk whose
+    maximum is negative has its sum scaled by exp(m) < 1)."""
+    import torch
+
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        m, _ = _chunk_stats64(x64, chunk)
+        if not bool((m[bad] < 0).all()):
+            return None
+        n_rows, n_cols = x64.shape
+        padded = torch.full((n_rows, m.shape[1] * chunk), float("-inf"), dtype=torch.float64)
+        padded[:, :n_cols] = x64
+        tiles = padded.reshape(n_rows, m.shape[1], chunk)
+        model = torch.exp(tiles - m.clamp_min(0.0)[:, :, None]).sum(dim=2)
+        if bool(((got - model).abs() <= STAT_RTOL * model.abs()).all()):
+            return ("shift clamped at 0: s sums exp(x - max(m, 0)), so a chunk whose maximum is "
+                    "negative has its sum scaled by exp(m); shift by the chunk's own maximum m "
+                    "(0 only for a chunk of only -inf, tl.where(m == -inf, 0, m))")
+        return None
+
+    return diagnose
 
 
 def _wrong_base_sums(x, chunk: int):
@@ -444,6 +470,11 @@ def _last_chunk_only(width: int, chunk: int):
         if width % chunk == 0 or not bool(bad.any()):
             return None
         if bool(bad[:, :-1].any()):
+            return None
+        # Lanes past the width counted as values can only raise the chunk's maximum and add
+        # to its sum (or make them NaN): a smaller value has another cause.
+        g, e = got[bad], expected[bad]
+        if not bool(((g > e) | g.isnan()).all()):
             return None
         return ("tail not masked: only the last chunk's statistics are wrong; its lanes past "
                 "the width must be masked and loaded as -inf")

@@ -136,3 +136,13 @@ BUGS = [
         replace="        return (np.exp(x - state.m) / state.s).astype(np.float32)\n",
         check="softmax.high_precision", hint="softmax returns float64"),
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit (both got another mistake's hint):
+    # the largest term for the sum, and min for the merged maximum.
+    Bug("sum_as_max", find="s = float(np.sum(np.exp(x - m)))",
+        replace="s = float(np.max(np.exp(x - m)))", check="merge.partitions",
+        hint="s is the largest term, not the sum"),
+    Bug("merged_max_is_min", find="m = max(a.m, b.m)", replace="m = min(a.m, b.m)",
+        check="merge.partitions", hint="min taken for the merged max"),
+]

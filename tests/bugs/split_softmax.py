@@ -172,3 +172,10 @@ BUGS += [
     Bug("normalize_multiplies_by_sum", find="inv_s = 1.0 / s_row", replace="inv_s = s_row",
         check="normalize.values", hint="multiplied by the sum instead of dividing"),
 ]
+BUGS += [
+    # Found by the twenty-ninth session's learner audit (three wrong hints in a row): the
+    # empty chunk's shift written as max(m, 0), which clamps every negative maximum too.
+    Bug("partial_shift_clamped_at_zero", find='m_shift = tl.where(m == -float("inf"), 0.0, m)',
+        replace="m_shift = tl.maximum(m, 0.0)", check="stats.partial",
+        hint="shift clamped at 0"),
+]
