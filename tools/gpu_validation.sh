@@ -47,7 +47,9 @@
 # The twenty-ninth session ran the whole GPU validation in two commands: `checks` beside `zoo`
 # (BUGZOO_JOBS=3, so 18 mutant processes beside 15 check shards) for every workshop but
 # attention, from a cold start: checks done after 187 s, the 168 bugs after 211 s; then
-# attention alone warm (JOBS=12): checks and 54 bugs in 134 s.
+# attention alone warm (JOBS=12): checks and 54 bugs in 134 s. After more hints, the six
+# (177 bugs) took 293 s cold, attention (57) 179 s warm, and fused GEMM, split softmax and
+# softmax backward with attention (147 bugs: zoos at JOBS=3 and 8 side by side) 337 s cold.
 set -euo pipefail
 out=${1:?usage: bash tools/gpu_validation.sh OUT_DIR [TAG] [PART]}
 tag=${2:-$(date +%Y%m%d)}
