@@ -156,3 +156,23 @@ def test_the_fill_is_not_logged_as_an_allocation(monkeypatch):
     with_fill = logged()
     monkeypatch.setattr(context, "FRESH_MEMORY_FILL", {})
     assert with_fill == logged()
+
+
+def test_a_few_unwritten_elements_among_many_wrong_ones_do_not_take_the_hint():
+    """A computed value can carry the fill's bits by chance: when most wrong elements were
+    written, "never written" is a line of the message, not the hint."""
+    ctx = _context()
+    x = ctx.randn((4, 8))
+
+    def mostly_wrong(t):
+        out = torch.empty_like(t)
+        out[:, 1:] = t[:, 1:] * 3  # wrong, but written
+        out[0, 0] = t[0, 0] * 2  # right; out[1:, 0] stays unwritten
+        return out
+
+    out = ctx.call(mostly_wrong, x, expect_shape=(4, 8), expect_dtype="float32")
+    with pytest.raises(CheckFailed) as failed:
+        ctx.assert_close(out, x.double() * 2)
+    assert "3 never written" in failed.value.message
+    assert not failed.value.hint.startswith("output never written")
+
