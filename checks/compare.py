@@ -75,10 +75,15 @@ def always(hint: str) -> Diagnosis:
     return not_from_values(lambda got, expected, bad: hint)
 
 
+def first_index(mask) -> tuple[int, ...]:
+    """The index of mask's first True element (mask has at least one)."""
+    return tuple(int(i) for i in mask.nonzero()[0])
+
+
 def never_written_hint(never_written) -> str:
-    first = tuple(int(i) for i in never_written.nonzero()[0])
     return (f"output never written: {int(never_written.sum())} of {never_written.numel()} "
-            f"elements still hold the NaN the checks fill fresh memory with (first at {first}); "
+            f"elements still hold the NaN the checks fill fresh memory with (first at "
+            f"{first_index(never_written)}); "
             "is the store missing, is its mask too narrow, or does the grid stop short of them?")
 
 
@@ -145,20 +150,18 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
              f"expected {e:.6g}, |error| {max_error:.3g} > {tol_at_worst:.3g}"]
     nan_got = int((got64.isnan() & ~exp64.isnan()).sum().item())
     if nan_got:
-        first = tuple(int(i) for i in (got64.isnan() & ~exp64.isnan()).nonzero()[0])
-        lines.append(f"{nan_got} NaN where the reference is a number (first at {first})")
+        lines.append(f"{nan_got} NaN where the reference is a number (first at "
+                     f"{first_index(got64.isnan() & ~exp64.isnan())})")
     inf_got = int((got64.isinf() & ~exp64.isinf()).sum().item())
     if never_written is not None:
-        first = tuple(int(i) for i in never_written.nonzero()[0])
         lines.append(f"{int(never_written.sum())} never written: they hold the NaN the checks "
-                     f"fill fresh memory with (first at {first})")
+                     f"fill fresh memory with (first at {first_index(never_written)})")
     if inf_got:
         lines.append(f"{inf_got} Inf where the reference is finite")
     finite_got = int((got64.isfinite() & ~exp64.isfinite()).sum().item())
     if finite_got:
-        first = tuple(int(i) for i in (got64.isfinite() & ~exp64.isfinite()).nonzero()[0])
         lines.append(f"{finite_got} finite values where the reference is Inf or NaN "
-                     f"(first at {first})")
+                     f"(first at {first_index(got64.isfinite() & ~exp64.isfinite())})")
     listed = bad.nonzero()[:max_listed]
     lines.append("first mismatches: " + "; ".join(
         f"{tuple(int(i) for i in idx)} got {got64[tuple(idx)].item():.6g} "

@@ -355,8 +355,8 @@ def fresh_memory_filled():
 
 def holds_fresh_memory_fill(out):
     """A bool mask (on the CPU) of out's elements whose bits are FRESH_MEMORY_FILL's NaN; None
-    when there is none or out's dtype has no fill. Run outside every dispatch mode: track_allocations logs
-    the learner's tensors, not these."""
+    when there is none or out's dtype has no fill. Run outside every dispatch mode:
+    track_allocations logs the learner's tensors, not these."""
     import torch
     from torch.utils._python_dispatch import _disable_current_modes
 
