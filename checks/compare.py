@@ -75,6 +75,15 @@ def always(hint: str) -> Diagnosis:
     return not_from_values(lambda got, expected, bad: hint)
 
 
+def agrees(got, model, rtol: float, atol: float):
+    """Elementwise: does `got` equal `model` (a mistake's float64 replay, or another answer)
+    within atol + rtol * |model|? NaN agrees with NaN, and an infinity only with the same
+    infinity: rtol * inf would accept any number, so an infinite model gets no tolerance.
+    The diagnoses that ask "does this model explain the output" all go through here."""
+    near = ((got - model).abs() <= atol + rtol * model.abs()) & model.isfinite()
+    return near | (got.isnan() & model.isnan()) | (got == model)
+
+
 def first_index(mask) -> tuple[int, ...]:
     """The index of mask's first True element (mask has at least one)."""
     return tuple(int(i) for i in mask.nonzero()[0])

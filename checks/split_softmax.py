@@ -111,18 +111,13 @@ def _chunk_for(impl, case, x) -> int | None:
 # rebuilds the mistake's result (in float64, or by asking the learner's own stage on a chosen
 # input) and compares; a symptom several mistakes share (NaN, too small a row) is not enough.
 def _close(got, model, dtype: str, rtol: float | None = None) -> bool:
-    """Does `got` equal `model` within the dtype's output tolerance (NaN matching NaN, and an
-    infinity the same infinity)?"""
-    from checks.compare import tolerance_for
+    """Does `got` equal `model` within the dtype's output tolerance (see compare.agrees)?"""
+    from checks.compare import agrees, tolerance_for
 
     tol = tolerance_for(dtype)
-    rtol = tol.rtol if rtol is None else rtol
     if got.shape != model.shape:
         return False
-    agree = (got.isnan() & model.isnan()) | (got.isinf() & (got == model))
-    # (an infinite model has no tolerance: rtol * inf would accept any number)
-    ok = ((got - model).abs() <= tol.atol + rtol * model.abs()) & model.isfinite()
-    return bool((ok | agree).all())
+    return bool(agrees(got, model, tol.rtol if rtol is None else rtol, tol.atol).all())
 
 
 def _explains(got, model, bad, dtype: str) -> bool:

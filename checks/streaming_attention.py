@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 
-from checks.compare import always, not_from_values
+from checks.compare import agrees, always, not_from_values
 from checks.context import CACHED_BUFFER_HINT
 from checks.core import Case, CheckFailed, Unavailable, register
 
@@ -276,13 +276,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     def matches(got, candidate):
         if tuple(candidate.shape) != tuple(got.shape):
             return False
-        both_nan = got.isnan() & candidate.isnan()
-        err = (got - candidate).abs()
-        # An infinite candidate has no tolerance (rtol * inf would accept any number); an
-        # infinity agrees with the same infinity (==), whose difference is NaN.
-        near = (err <= atol + rtol * candidate.abs()) & candidate.isfinite()
-        ok = near | both_nan | (got == candidate)
-        return float(ok.double().mean()) >= 0.99
+        return float(agrees(got, candidate, rtol, atol).double().mean()) >= 0.99
 
     def differs(candidate, expected):
         err = (candidate - expected).abs()
@@ -1049,10 +1043,7 @@ def _reproduces(got, candidate, expected, dtype: str, v, max_logit: float) -> bo
     wrong = ((candidate - expected).abs() > atol + rtol * expected.abs()) | candidate.isnan()
     if not bool(wrong.any()):
         return False
-    # (an infinite candidate has no tolerance: rtol * inf would accept any number)
-    near = ((got - candidate).abs() <= atol + rtol * candidate.abs()) & candidate.isfinite()
-    ok = near | (got.isnan() & candidate.isnan()) | (got == candidate)
-    return float(ok.double().mean()) >= 0.99
+    return float(agrees(got, candidate, rtol, atol).double().mean()) >= 0.99
 
 
 def _strided_view(x, size, stride, offset):
