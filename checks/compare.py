@@ -89,6 +89,12 @@ def first_index(mask) -> tuple[int, ...]:
     return tuple(int(i) for i in mask.nonzero()[0])
 
 
+def never_written_line(never_written) -> str:
+    """The failure message's line counting the elements no kernel wrote."""
+    return (f"{int(never_written.sum())} never written: they hold the NaN the checks fill fresh "
+            f"memory with (first at {first_index(never_written)})")
+
+
 def never_written_hint(never_written) -> str:
     return (f"output never written: {int(never_written.sum())} of {never_written.numel()} "
             f"elements still hold the NaN the checks fill fresh memory with (first at "
@@ -163,8 +169,7 @@ def assert_close(got, expected, *, name: str = "output", rtol: float | None = No
                      f"{first_index(got64.isnan() & ~exp64.isnan())})")
     inf_got = int((got64.isinf() & ~exp64.isinf()).sum().item())
     if never_written is not None:
-        lines.append(f"{int(never_written.sum())} never written: they hold the NaN the checks "
-                     f"fill fresh memory with (first at {first_index(never_written)})")
+        lines.append(never_written_line(never_written))
     if inf_got:
         lines.append(f"{inf_got} Inf where the reference is finite")
     finite_got = int((got64.isfinite() & ~exp64.isfinite()).sum().item())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -167,8 +168,10 @@ class CheckContext:
         overrun = guard.overrun(out if isinstance(out, torch.Tensor) else None) if guard else None
         if overrun:
             raise CheckFailed(f"{label} {overrun}",
-                              hint="tail not masked (or a wrong offset or stride): a store "
-                                   "reached outside the tensor; mask the lanes beyond the size")
+                              hint="tail not masked (or a wrong offset or stride, or a grid "
+                                   "larger than the work): a store reached outside the tensor; "
+                                   "mask the lanes beyond the size, and launch programs only "
+                                   "for rows or tiles that exist")
         for i, (t, saved) in enumerate(zip(inputs, before, strict=True)):
             if not _bitwise_equal(t, saved):
                 raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",
@@ -368,6 +371,14 @@ def holds_fresh_memory_fill(out):
         return mask.cpu() if bool(mask.any()) else None
 
 
+def left_the_tensors(message: str) -> bool:
+    """Did a call fail because a kernel addressed memory outside its tensors: the interpreter's
+    bounds check ("out-of-bounds load/store") or, on a GPU, the tail guard's bands ("wrote
+    past the end / before the start")? A check may then look for the address's cause."""
+    return any(text in message for text in ("out-of-bounds", "wrote past the end",
+                                             "wrote before the start"))
+
+
 def call_learner(fn: Callable, *args, label: str = "", **kwargs) -> Any:
     """Run learner code; turn any exception into a CheckFailed naming where it happened."""
     try:
@@ -422,6 +433,13 @@ def _exception_hint(exc: BaseException) -> str:
         return ("tail not masked (or a wrong stride): a load or store reached memory outside the "
                 "tensors; run the check with --device interpreter, whose bounds check names it. "
                 "The CUDA context is now unusable: restart the process")
+    if re.search(r"out-of-bounds \w+: all \d+ active lanes point", str(exc)):
+        # Not one lane of the access was inside a tensor: a missing tail mask leaves the lanes
+        # before the end inside, so this program's base address is past the end.
+        return ("a whole program addressed memory past the end of the tensors (no lane of the "
+                "access was inside one): is the grid larger than the work, with programs for "
+                "rows or tiles that do not exist (compare the program id with the grid and the "
+                "sizes), or is the base offset or a stride wrong?")
     if "out-of-bounds" in str(exc):
         # The bounds check cannot tell a missing mask from a wrong address: an output viewed
         # with its input's layout (a transposed view not transposed back) overruns it too.

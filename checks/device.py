@@ -152,7 +152,7 @@ def _install_interpreter_bounds_check() -> None:
         _launch_ranges[:] = ranges
         return args_hst, kwargs_hst
 
-    def check(kind, ptrs, mask):
+    def check(builder, kind, ptrs, mask):
         if not _launch_ranges:
             return
         addresses = np.asarray(ptrs.data, dtype=np.uint64)
@@ -166,17 +166,25 @@ def _install_interpreter_bounds_check() -> None:
             inside |= (wanted >= first) & (wanted + size <= end)
         if not inside.all():
             outside = int((~inside).sum())
+            # Which program: a program whose every lane is outside the tensors usually should
+            # not exist (a grid larger than the work), which the program id and grid show.
+            where = ""
+            if getattr(builder, "grid_idx", None) and getattr(builder, "grid_dim", None):
+                where = (f" in program {tuple(int(i) for i in builder.grid_idx)} of a grid of "
+                         f"{tuple(int(i) for i in builder.grid_dim)}")
+            lanes = (f"all {outside} active lanes point" if outside == wanted.size else
+                     f"{outside} of {wanted.size} active lanes point")
             raise OutOfBoundsAccess(
-                f"out-of-bounds {kind}: {outside} of {wanted.size} active lanes point outside "
-                f"every tensor argument ({', '.join(r[2] for r in _launch_ranges)}); "
+                f"out-of-bounds {kind}: {lanes} outside every tensor argument "
+                f"({', '.join(r[2] for r in _launch_ranges)}){where}; "
                 "a mask is missing or wrong")
 
     def load(self, ptrs, mask, other, *args, **kwargs):
-        check("load", ptrs, mask)
+        check(self, "load", ptrs, mask)
         return original_load(self, ptrs, mask, other, *args, **kwargs)
 
     def store(self, ptrs, value, mask, *args, **kwargs):
-        check("store", ptrs, mask)
+        check(self, "store", ptrs, mask)
         return original_store(self, ptrs, value, mask, *args, **kwargs)
 
     init_args._workshop_patched = True

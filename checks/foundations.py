@@ -116,12 +116,12 @@ def _one_operand_twice(x, y):
     """Diagnosis: the output is x + x (or y + y): both loads read the same pointer."""
 
     def diagnose(got, expected, bad):
-        from checks.compare import tolerance_for
+        from checks.compare import agrees, tolerance_for
 
         tol = tolerance_for(x.dtype)
         for name, other, t in (("x", "y", x), ("y", "x", y)):
             model = 2 * t.detach().cpu().double()
-            if bool(((got - model).abs() <= tol.atol + tol.rtol * model.abs()).all()):
+            if bool(agrees(got, model, tol.rtol, tol.atol).all()):
                 return (f"one operand loaded twice: the output is {name} + {name}; load {other} "
                         f"from {other}_ptr (each tensor has its own pointer)")
         return None
@@ -188,7 +188,7 @@ def _tail_loaded_as_zero(x, block: int):
     def diagnose(got, expected, bad):
         import torch
 
-        from checks.compare import tolerance_for
+        from checks.compare import agrees, tolerance_for
 
         width = x.shape[-1]
         if width == block or not bool(bad.any()):
@@ -199,7 +199,7 @@ def _tail_loaded_as_zero(x, block: int):
         model = numerator / (numerator.sum(dim=-1, keepdim=True)
                              + (block - width) * torch.exp(-m))
         tol = tolerance_for(x.dtype)
-        close = (got - model).abs() <= tol.atol + tol.rtol * model.abs()
+        close = agrees(got, model, tol.rtol, tol.atol)
         if bool(close[bad].all()) and float(close.double().mean()) >= 0.99:
             return (f"tail not masked: the output matches padded lanes loaded as 0.0 instead of "
                     f"-inf: each of the {block - width} lanes past n_cols = {width} adds "
@@ -217,13 +217,12 @@ def _max_as_denominator(x):
     def diagnose(got, expected, bad):
         import torch
 
-        from checks.compare import tolerance_for
+        from checks.compare import agrees, tolerance_for
 
         x64 = x.detach().cpu().double()
         model = torch.exp(x64 - x64.amax(dim=-1, keepdim=True))
         tol = tolerance_for(x.dtype)
-        if x64.shape[-1] < 2 or not bool(((got - model).abs()
-                                            <= tol.atol + tol.rtol * model.abs()).all()):
+        if x64.shape[-1] < 2 or not bool(agrees(got, model, tol.rtol, tol.atol).all()):
             return None
         return ("denominator is the max, not the sum: every row equals exp(x - max) (its "
                 "largest element is 1); divide by tl.sum(numerator, axis=0)")

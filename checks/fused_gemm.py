@@ -7,16 +7,18 @@ relative to the magnitude sum_k |a_ik b_kj| + |bias_j| of what was summed (see `
 
 When a comparison fails, the output is also compared with what the classic mistakes would
 produce (the accumulator rounded before the epilogue, the bias added in the operand dtype, the
-ReLU applied before the bias, the bias indexed by row, the accumulator overwritten at each K
-step, bfloat16 multiplied as raw bits under the interpreter, the K tail read past K, operands or
-the bias read as if contiguous), computed exactly the same way; a match names the mistake in the
-hint. Whole output tiles wrong while others are right name the grouped tile-order arithmetic.
+ReLU applied before the bias, the bias indexed by row, the output rounded through float16, the
+accumulator overwritten at each K step, the K tail read past K or loaded as ones, bfloat16
+multiplied as raw bits under the interpreter, operands or the bias read as if contiguous),
+computed exactly the same way; a match names the mistake in the hint. Whole output tiles wrong
+while others are right name the grouped tile-order arithmetic, and so does a call that fails or
+leaves elements unwritten with one group_m but not with a single band (see _order_hint).
 """
 
 from __future__ import annotations
 
 from checks import launches
-from checks.compare import never_written_hint
+from checks.compare import never_written_hint, never_written_line
 from checks.core import Case, CheckFailed, register
 
 W = "fused_gemm"
@@ -135,6 +137,15 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
         out.append(("ReLU applied though relu=False: the output matches max(acc"
                     f"{' + bias' if bias is not None else ''}, 0); apply it only when "
                     "APPLY_RELU (relu=True)", rnd(pre.clamp_min(0.0)).double()))
+    if dtype == torch.bfloat16:
+        # The store cast hard-coded to float16 (acc.to(tl.float16), not OUT_DTYPE): the store
+        # then converts float16 to bfloat16, so the value went through float16's range and
+        # precision first (beyond 65504 it is inf; below 2^-14 its spacing is 2^-24).
+        out.append(("output rounded through float16: the output matches the result rounded to "
+                    "float16 and then to bfloat16 (|c| > 65504 comes out inf, tiny values lose "
+                    "their bits); round the float32 result once to the output's dtype "
+                    "(.to(OUT_DTYPE), i.e. c_ptr.dtype.element_ty), not to a fixed tl.float16",
+                    rnd((pre.clamp_min(0.0) if relu else pre).to(torch.float16).float()).double()))
     return out
 
 
@@ -186,6 +197,31 @@ def _last_k_step(a, b, bias, relu):
     for start, bks in starts.items():
         _, rounded, magnitude = _reference(a[:, start:], b[start:, :], bias, relu)
         out.append((start, bks, rounded, magnitude))
+    return out
+
+
+def _k_tail_ones(a, b, bias, relu):
+    """What a kernel outputs that loads the K tail's masked lanes as 1 (other=1.0) instead of 0:
+    the contract over A and B padded with ones up to whole K steps. One (launched K, padded K,
+    block_ks, rounded, magnitude) per distinct padding, for the block_k that do not divide the
+    launched K (as in _last_k_step, the launch's block_k is not known here). The launched K is
+    K, or K rounded up to 8 where stage_unaligned ran the kernel on copies whose rows it padded
+    with zeros to 16 bytes (see STAGING_HINT): the ones come after those zeros."""
+    import torch
+
+    (m, k), n = a.shape, b.shape[1]
+    padded: dict[tuple[int, int], list[int]] = {}
+    for start in sorted({k, -(-k // 8) * 8}):
+        for bk in _BLOCK_KS:
+            if start % bk:
+                padded.setdefault((start, -(-start // bk) * bk), []).append(bk)
+    out = []
+    for (start, kk), bks in padded.items():
+        fill = [torch.zeros(start - k), torch.ones(kk - start)]
+        a1 = torch.cat([a.detach().cpu()] + [f.expand(m, -1).to(a.dtype) for f in fill], dim=1)
+        b1 = torch.cat([b.detach().cpu()] + [f[:, None].expand(-1, n).to(b.dtype) for f in fill])
+        _, rounded, magnitude = _reference(a1, b1, bias, relu)
+        out.append((start, kk, bks, rounded, magnitude))
     return out
 
 
@@ -263,9 +299,7 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         lines.append(f"{nan_got} NaN where the reference is a number")
     never_written = ctx.never_written(got)
     if never_written is not None:
-        first_at = tuple(int(i) for i in never_written.nonzero()[0])
-        lines.append(f"{int(never_written.sum())} never written: they hold the NaN the checks "
-                     f"fill fresh memory with (first at {first_at})")
+        lines.append(never_written_line(never_written))
     listed = bad.nonzero()[:5].tolist()
     lines.append("first mismatches: " + "; ".join(
         f"{tuple(i)} got {got64[tuple(i)].item():.6g} expected {rounded[tuple(i)].item():.6g}"
@@ -282,12 +316,14 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
             best_share = 2.0  # nothing below replaces it
             break
     for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
-        share = ((got64 - candidate).abs() <= tol).double().mean().item()
+        # Equal values agree even where they are infinite (inf - inf is NaN): float16's
+        # overflow replayed is inf.
+        share = (((got64 - candidate).abs() <= tol) | (got64 == candidate)).double().mean().item()
         if share >= 0.9 and share > best_share + 0.05:
             hint, best_share = text, share
     # The same for mistakes whose output has its own magnitude (so its own tolerance): the
-    # accumulator overwritten at each K step, and bfloat16 multiplied as raw bits under the
-    # interpreter (the DOT_IN_FP32 upcast left out).
+    # accumulator overwritten at each K step, the K tail loaded as ones, and bfloat16
+    # multiplied as raw bits under the interpreter (the DOT_IN_FP32 upcast left out).
     for start, bks, candidate, cand_magnitude in _last_k_step(a, b, bias, relu):
         share = _share_within(got64, candidate, cand_magnitude, k - start, a.dtype)
         if share >= 0.9 and share > best_share + 0.05:
@@ -297,6 +333,17 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
                 f"alone (K positions {start}..{k - 1} of K = {k}, block_k = {shown}); "
                 "acc = tl.dot(a, b, acc) adds each K block's product to the running sum, "
                 "acc = tl.dot(a, b) keeps only the last block"), share
+    for start, kk, bks, candidate, cand_magnitude in _k_tail_ones(a, b, bias, relu):
+        share = _share_within(got64, candidate, cand_magnitude, kk, a.dtype)
+        if share >= 0.9 and share > best_share + 0.05:
+            shown = " or ".join(str(bk) for bk in bks)
+            staged = f", staged to {start}" if start > k else ""
+            best_share = share
+            hint = (f"K tail loaded as 1 (other=1.0): the output matches A and B padded with ones "
+                    f"up to K = {kk} (K = {k}{staged}, block_k = {shown}): each of the "
+                    f"{kk - start} masked k of the last step adds a 1 * 1 product to every "
+                    "output; load the masked lanes with other=0.0 on both loads (0 adds nothing "
+                    "to a dot product)")
     if truncate and a.dtype == torch.bfloat16 and k > 0:
         candidate, cand_magnitude = _raw_bf16_product(a, b, bias, relu)
         share = _share_within(got64, candidate, cand_magnitude, k, a.dtype)
@@ -357,11 +404,109 @@ def _note_upcast(ctx, dtype: str) -> None:
         ctx.note(UPCAST_NOTE)
 
 
-def _run(ctx, impl, a, b, bias, relu, **knobs):
+def _call(ctx, impl, a, b, bias, relu, knobs):
     m, n = a.shape[0], b.shape[1]
     return ctx.call(impl.gemm_bias_relu, a, b, bias, relu=relu, expect_shape=(m, n),
                     expect_dtype=a.dtype, expect_contiguous=True, name="gemm_bias_relu",
                     **knobs)
+
+
+def _run(ctx, impl, a, b, bias, relu, **knobs):
+    """gemm_bias_relu(a, b, bias, relu=relu, **knobs) through ctx.call. A call that fails (an
+    error, a load the interpreter's bounds check stopped) or leaves elements unwritten is
+    asked whether the grouped tile order is what went wrong (_order_hint)."""
+    with launches.recording() as launched:
+        try:
+            out = _call(ctx, impl, a, b, bias, relu, knobs)
+        except CheckFailed as exc:
+            hint = _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], None)
+            if not hint:
+                raise
+            raise CheckFailed(exc.message, hint=hint) from exc.__cause__
+    unwritten = ctx.never_written(out)
+    if unwritten is not None:
+        hint = _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
+        if hint:
+            shown = ", ".join(f"{name}={value!r}" for name, value in knobs.items())
+            raise CheckFailed(f"gemm_bias_relu({shown}): {never_written_line(unwritten)}",
+                              hint=hint)
+    return out
+
+
+def _band_by_group_m(tm: int, tn: int, group_m: int):
+    """Replay of the grouped order with the band index taken as tile_id // GROUP_M (a band
+    holds GROUP_M * num_pid_n tiles, so it is tile_id // num_pid_in_group), in Triton's integer
+    arithmetic (// and % truncate toward zero, as in C). Returns (missed, outside): the tiles
+    (pid_m, pid_n) of the tm x tn grid that no tile id reaches, and the tile ids sent outside
+    the grid as (tile_id, (pid_m, pid_n)), or (tile_id, None) for a band of no rows (a
+    division by zero)."""
+
+    def div(x, y):
+        q = abs(x) // abs(y)
+        return q if (x < 0) == (y < 0) else -q
+
+    reached, outside = set(), []
+    for t in range(tm * tn):
+        first = (t // group_m) * group_m
+        size = min(tm - first, group_m)  # negative or 0 past the last band
+        local = t % (group_m * tn)
+        if size == 0:
+            outside.append((t, None))
+            continue
+        pid = (first + local - div(local, size) * size, div(local, size))
+        if 0 <= pid[0] < tm and 0 <= pid[1] < tn:
+            reached.add(pid)
+        else:
+            outside.append((t, pid))
+    missed = [(i, j) for i in range(tm) for j in range(tn) if (i, j) not in reached]
+    return missed, outside
+
+
+def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
+    """Diagnosis of a call that raised (unwritten None) or left the elements `unwritten`
+    unwritten: is the grouped tile order at fault? Asked of the learner's code: the same call
+    with group_m = the number of tiles (one band holding every tile row, where the band index
+    is 0 whatever it is computed as) must then run and write every element. Then replay
+    tile_id // GROUP_M for the launch: if it misses exactly the tiles left unwritten (or sends
+    tile ids before the grid's start, where a load of the operands faults), name it."""
+    args = launched[0].arguments if launched else {}
+    names = ("M", "N", "BLOCK_M", "BLOCK_N", "GROUP_M")
+    if not all(type(args.get(name)) is int for name in names):
+        return ""  # not a launch of the reference's argument names
+    m, n, bm, bn, group_m = (args[name] for name in names)
+    tm, tn = -(-m // bm), -(-n // bn)
+    tiles = tm * tn
+    if tiles <= group_m or tiles > 1 << 16:
+        return ""  # already one band (or more tiles than group_m may be)
+    try:
+        again = _call(ctx, impl, a, b, bias, relu, dict(knobs, group_m=tiles))
+    except CheckFailed:
+        return ""
+    if ctx.never_written(again) is not None:
+        return ""
+    what = "raised" if unwritten is None else f"left {int(unwritten.sum())} elements unwritten"
+    seen = (f"launched with GROUP_M = {group_m} the call {what}, but with group_m={tiles} (one "
+            f"band: every tile row of the {tm} x {tn} grid of {bm}x{bn} tiles) it runs and "
+            "writes every element")
+    missed, outside = _band_by_group_m(tm, tn, group_m)
+    if unwritten is None:
+        explained = any(pid is None or min(pid) < 0 for _, pid in outside)
+    else:
+        left = {(i // bm, j // bn) for i, j in unwritten.nonzero().tolist()}
+        explained = bool(missed) and set(missed) == left
+    if not explained:
+        return (f"grouped index arithmetic: {seen}: the tile id -> (pid_m, pid_n) mapping "
+                "computes some tiles twice and others never or outside the grid (check "
+                "group_id, first_pid_m, group_size_m, pid_m and pid_n)")
+    shown = ", ".join(f"({i},{j})" for i, j in missed[:6]) + (" ..." if len(missed) > 6 else "")
+    sent = ", ".join(f"{t} -> {'no band' if pid is None else pid}" for t, pid in outside[:3])
+    return (f"grouped index arithmetic: band index taken as tile_id // GROUP_M: {seen}. "
+            f"Replayed, group_id = tile_id // GROUP_M never computes tiles [(tile row, tile "
+            f"col): {shown}] and sends tile ids outside the grid ({sent}"
+            f"{' ...' if len(outside) > 3 else ''})"
+            + (", where the loads reach before the operands' start" if unwritten is None
+               else ": exactly the tiles left unwritten")
+            + "; a band holds GROUP_M * num_pid_n tiles: group_id = tile_id // num_pid_in_group")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,13 +531,19 @@ def _ragged_cases(device: str) -> list[Case]:
     # bfloat16 normal numbers): a threshold that flushes them to zero changes every one.
     small = [Case(shape=s, dtype=d, bias=False, relu=relu, scale=5e-3)
              for s, relu in (((9, 40, 1), True), ((33, 17, 3), False)) for d in DTYPES]
+    # Large results: bfloat16 operands of about 1e3 and K = 5 give |c| of about 2e6, far past
+    # float16's largest 65504 (bfloat16 has float32's range): an output that went through
+    # float16 is inf. First: in the small cases such an output is only a few ulp off, often
+    # in too few elements for its diagnosis to tell it from the right answer. No bias: next to
+    # |c| ~ 2e6 a bias of ~2 vanishes, and the replays of the bias mistakes would all agree.
+    wide = [Case(shape=(17, 24, 5), dtype="bfloat16", bias=False, relu=False, scale=1e3)]
     # relu= left out: the documented default is relu=True.
     default = [Case(shape=(20, 24, 40), dtype=d, bias=True, relu=True, relu_default=True)
                for d in DTYPES]
     # The small cases first: the bug zoo stops at the first FAIL with the bug's hint, and on a
     # GPU the large shapes below take minutes to compile and compare.
-    return small + default + [Case(shape=s, dtype=d, bias=bias, relu=relu)
-                              for s, (bias, relu) in combos for d in DTYPES]
+    return wide + small + default + [Case(shape=s, dtype=d, bias=bias, relu=relu)
+                                     for s, (bias, relu) in combos for d in DTYPES]
 
 
 def _relu_default_off(a, b, bias):
@@ -425,7 +576,8 @@ def _flushed(got, expected, bad):
 
 @register(W, "forward.ragged", tier="kernel", uses=("gemm_bias_relu",), cases=_ragged_cases,
           doc="relu(a @ b + bias) against the float64 contract, ragged M, N, K, bias/relu on/off, "
-              "small results near float16's smallest normal")
+              "small results near float16's smallest normal, bfloat16 results past float16's "
+              "largest")
 def forward_ragged(ctx, impl, case):
     m, n, k = case.shape
     scale = case.get("scale", 1.0)

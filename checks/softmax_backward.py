@@ -14,6 +14,7 @@ import math
 
 from checks import launches
 from checks.compare import always
+from checks.context import left_the_tensors
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "softmax_backward"
@@ -257,6 +258,33 @@ def _fits(strides, shape, n: int, offset: int = 0) -> bool:
     return offset + sum((size - 1) * st for size, st in zip(shape, strides)) < n
 
 
+def _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol):
+    """A diagnosis for dim=0: softmax_backward(y.t(), dy.t(), dim=-1) is the same problem with
+    the same strides, so when it is right and the dim=0 call is not, the mistake is in how the
+    launcher sets up dim=0 (a tensor not transposed with the others), not in the kernel."""
+
+    def diagnose(got=None, exp=None, bad=None):
+        if dim % 2 != 0:
+            return None
+        try:
+            import torch
+
+            with torch.no_grad():
+                probe = impl.softmax_backward(y.t(), dy.t(), -1)
+        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+            return None
+        if not hasattr(probe, "shape") or tuple(probe.shape) != tuple(y.shape[::-1]):
+            return None
+        if not _close(probe.detach().double().cpu().t(), expected, rtol / 4, atol / 4):
+            return None
+        return ("dim=0 set up wrong: softmax_backward(y.t(), dy.t(), dim=-1).t() is right "
+                "for these inputs but softmax_backward(y, dy, dim=0) is not; for dim=0 hand "
+                "the kernel transposed views of y, dy and dx together (dx too: the kernel "
+                "writes dx through the view it is given)")
+
+    return diagnose
+
+
 def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, extra=(),
                **knobs):
     """Call softmax_backward and compare with `expected` (float64), naming classic mistakes."""
@@ -276,7 +304,12 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         # Name a stride mix-up only where it would leave the tensor's memory as the
         # interpreter saw: dy read with y's strides (a load), dx written with y's (a store).
         dy_cells = dy.untyped_storage().nbytes() // dy.element_size()
-        if ("out-of-bounds load" in exc.message and dy.stride() != y.stride()
+        dim0_hint = None
+        if left_the_tensors(exc.message) and not knobs:
+            dim0_hint = _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol)()
+        if dim0_hint:
+            exc.hint = dim0_hint
+        elif ("out-of-bounds load" in exc.message and dy.stride() != y.stride()
                 and not _fits(y.stride(), y.shape, dy_cells, dy.storage_offset())):
             exc.hint = (f"dy's strides taken from y? A load left the tensors' memory in a case "
                         f"where dy has strides {dy.stride()} and y has {y.stride()}: pass "
@@ -289,8 +322,10 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         raise
     ctx.assert_close(out, expected, rtol=rtol, atol=atol,
                      name=name or f"softmax_backward(y, dy, dim={dim})",
-                     diagnose=_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda",
-                                         extra=extra))
+                     diagnose=[*([] if knobs else
+                                 [_dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol)]),
+                               *_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda",
+                                           extra=extra)])
     # Every tile shape gives the same dx: only the launch record shows a knob that did nothing.
     _knobs_ignored(launched, dim, knobs)
     return out

@@ -35,10 +35,11 @@ STAT_RTOL = 1e-5
 # ---------------------------------------------------------------------------------------------
 # Float64 references, computed in the check from the input alone
 # ---------------------------------------------------------------------------------------------
-def _chunk_stats64(x64, chunk: int, base_factor: float = 1.0):
+def _chunk_stats64(x64, chunk: int, base_factor: float = 1.0, shift_floor: float | None = None):
     """Per (row, chunk) max and sum of exp(x - max), float64, shape (M, C). Empty chunk state
-    is (-inf, 0), as in workshop 4. base_factor: the sums of exp(base_factor * (x - max)) (a
-    wrong exponent base, see _exponent_models)."""
+    is (-inf, 0), as in workshop 4. Two mistakes' models: base_factor gives the sums of
+    exp(base_factor * (x - max)) (a wrong exponent base, see _exponent_models); shift_floor
+    shifts by max(m, shift_floor) instead (the shift clamped at 0)."""
     import torch
 
     n_rows, n_cols = x64.shape
@@ -47,7 +48,10 @@ def _chunk_stats64(x64, chunk: int, base_factor: float = 1.0):
     padded[:, :n_cols] = x64
     tiles = padded.reshape(n_rows, n_chunks, chunk)
     m = tiles.amax(dim=2)
-    shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    if shift_floor is None:
+        shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    else:
+        shift = m.clamp_min(shift_floor)
     s = torch.exp(base_factor * (tiles - shift[:, :, None])).sum(dim=2)
     return m, s
 
@@ -124,11 +128,15 @@ def _explains(got, model, bad, dtype: str) -> bool:
     """Does `model` explain a failure: `got` equals it, and at some wrong element it is a
     number clearly above 0? (An output of zeros or NaN is what many mistakes give: a model
     that is ~0 or NaN wherever the output is wrong matches it without saying which.)"""
+    import torch
+
     from checks.compare import tolerance_for
 
     at_bad = model[bad]
     informative = bool((at_bad.isfinite() & (at_bad.abs() > 2 * tolerance_for(dtype).atol)).any())
-    return informative and _close(got, model, dtype)
+    # rounded as the kernel's store rounds it (a model past float16's range is inf there too)
+    stored = model.to(getattr(torch, dtype)).double()
+    return informative and _close(got, stored, dtype)
 
 
 def _inverted_sums(m, s):
@@ -156,6 +164,11 @@ HINT_EXP_LOG2E = ("tl.exp given the log2(e) factor{where}: each term is e^(t * l
                   "tl.exp2(t * log2(e)), not both")
 HINT_EXP2_NO_LOG2E = ("exp2 without log2(e){where}: each term is 2^t for its exponent t (x - m, "
                       "or m_c - m_row in the merge); exp(t) = exp2(t * log2(e))")
+# Each wrong base as the factor it multiplies the exponent by, with its hint: exp(f * t).
+WRONG_BASES = ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E))
+HINT_EXP_SIGN = ("exponent's sign flipped in normalize: y = exp(m_row - x) / s_row, which "
+                 "grows as x falls below the row's maximum; the exponent is x - m_row (<= 0, "
+                 "so every y <= 1)")
 
 
 def _mistake_models(x64, chunk: int, *, merge: bool = True):
@@ -200,13 +213,14 @@ def _exponent_models(x64, *, merge: bool = True):
     t = x64 - x64.amax(dim=1, keepdim=True)
     s_row = torch.exp(t).sum(dim=1, keepdim=True)
     models = []
-    for factor, hint in ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E)):
+    for factor, hint in WRONG_BASES:
         numerator = torch.exp(factor * t)
         models.append((hint.format(where=" in normalize"), numerator / s_row))
         if merge:
             where = f" in every stage (the output is softmax({factor:.4g} x))"
             models.append((hint.format(where=where),
                            numerator / numerator.sum(dim=1, keepdim=True)))
+    models.append((HINT_EXP_SIGN, torch.exp(-t) / s_row))
     return models
 
 
@@ -424,19 +438,12 @@ def _shift_clamped_at_zero(x, chunk: int):
     """Diagnosis: the partial sums are sums of exp(x - max(m, 0)): the chunk of only -inf
     handled with a shift of max(m, 0) instead of 0 for that chunk alone (so every chunk whose
     maximum is negative has its sum scaled by exp(m) < 1)."""
-    import torch
-
     x64 = x.detach().cpu().double()
 
     def diagnose(got, expected, bad):
-        m, _ = _chunk_stats64(x64, chunk)
+        m, model = _chunk_stats64(x64, chunk, shift_floor=0.0)
         if not bool((m[bad] < 0).all()):
             return None
-        n_rows, n_cols = x64.shape
-        padded = torch.full((n_rows, m.shape[1] * chunk), float("-inf"), dtype=torch.float64)
-        padded[:, :n_cols] = x64
-        tiles = padded.reshape(n_rows, m.shape[1], chunk)
-        model = torch.exp(tiles - m.clamp_min(0.0)[:, :, None]).sum(dim=2)
         if bool(((got - model).abs() <= STAT_RTOL * model.abs()).all()):
             return ("shift clamped at 0: s sums exp(x - max(m, 0)), so a chunk whose maximum is "
                     "negative has its sum scaled by exp(m); shift by the chunk's own maximum m "
@@ -451,7 +458,7 @@ def _wrong_base_sums(x, chunk: int):
     x64 = x.detach().cpu().double()
 
     def diagnose(got, expected, bad):
-        for factor, hint in ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E)):
+        for factor, hint in WRONG_BASES:
             _, model = _chunk_stats64(x64, chunk, factor)
             if bool(((got - model).abs() <= STAT_RTOL * model.abs()).all()):
                 return hint.format(where=" in partial_stats")
@@ -481,7 +488,8 @@ def _last_chunk_only(width: int, chunk: int):
 # Stage 2: the merge, against workshop 4's CPU merge of the same chunks
 # ---------------------------------------------------------------------------------------------
 def _merge_cases(device: str) -> list[Case]:
-    sizes = [(1, 1), (3, 7), (4, 64), (2, 1500), (5, 33)]
+    # (3, 1025): a merge loop over blocks of up to 1024 states has a last step of one state
+    sizes = [(1, 1), (3, 7), (4, 64), (2, 1500), (3, 1025), (5, 33)]
     if device == "cuda":
         sizes += [(64, 128), (8, 4096), (1024, 8)]
     cases = [Case(rows=r, chunks=c, layout="contiguous") for r, c in sizes]
@@ -697,6 +705,25 @@ def _merge_diagnoses(m64, s64):
             return HINT_INVERTED
         return None
 
+    def overwritten(got, expected, bad):
+        # s_acc = ... for s_acc += ...: only the last loop step's block of chunks is summed.
+        # The block is the merge's choice: try each power of two below the chunk count, the
+        # largest first (a smaller one whose last step starts at the same chunk fits as well).
+        n_chunks = m64.shape[1]
+        if got.shape != expected.shape or n_chunks < 2:
+            return None
+        m_row = m64.amax(dim=1, keepdim=True)
+        terms = s64 * torch.exp(m64 - m_row)
+        block = 1 << (n_chunks - 1).bit_length() - 1  # the largest power of two < n_chunks
+        while block >= 1:
+            last = (n_chunks - 1) // block * block  # the first chunk of the last loop step
+            if _close(got, terms[:, last:].sum(dim=1), "float32", rtol=STAT_RTOL):
+                return (f"s_acc overwritten, not accumulated: s_row equals the sum of the last "
+                        f"{n_chunks - last} of {n_chunks} chunks only (the last step of a loop "
+                        f"over blocks of {block}); add each block's share with s_acc += ...")
+            block //= 2
+        return None
+
     def other_row(got, expected, bad):
         if got.shape[0] > 1 and not bool(bad[0]) and bool(bad[1:].any()):
             return ("another row's statistics: row 0 is merged right but later rows are not; "
@@ -710,14 +737,14 @@ def _merge_diagnoses(m64, s64):
             return None
         m_row = m64.amax(dim=1, keepdim=True)
         shift = torch.where(torch.isinf(m_row), torch.zeros_like(m_row), m_row)
-        for factor, hint in ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E)):
+        for factor, hint in WRONG_BASES:
             model = (s64 * torch.exp(factor * (m64 - shift))).sum(dim=1)
             if bool(model[bad].isfinite().any()) and _close(got, model, "float32",
                                                                 rtol=STAT_RTOL):
                 return hint.format(where=" in merge_stats' rescale factor")
         return None
 
-    return [no_rescale, inverted, other_row, wrong_base]
+    return [no_rescale, inverted, overwritten, other_row, wrong_base]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ with the mask -inf above the diagonal when causal. Interpreter runs use a coveri
 (N, d, dtype, causal, scale, block sizes); GPU runs take nearly the full product.
 
 When a comparison fails, the classic streaming mistakes are replayed in float64 on the same
-inputs (numerator or denominator not rescaled, max not carried across blocks or never updated,
+inputs (numerator or denominator not rescaled, alpha from the block's own max, max never updated,
 dropped keys given a finite score instead of -inf, keys past N left unmasked, the diagonal
 excluded or not masked, the accumulator kept in 16 bits, the scale applied after the softmax or
 twice, a tensor read with another's strides or as if contiguous, ...): the hint names the one
@@ -139,10 +139,11 @@ def _knobs(case) -> dict:
 # Known mistakes, replayed in float64
 # ---------------------------------------------------------------------------------------------
 def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, rescale_l=True,
-                carry_max=True, update_max=True, mask_keys=True, inclusive=True, acc_dtype=None,
+                update_max=True, mask_keys=True, inclusive=True, acc_dtype=None,
                 mask_logit=None, key_limit=None, diagonal_one_block=False,
                 diagonal_unmasked=False, divide_by_column=False, acc_scaled_after_add=False,
-                l_scaled_after_add=False, divide=True):
+                l_scaled_after_add=False, divide=True, alpha_block_max=False,
+                max_scaled_twice=False, diagonal_in_stage1=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -165,11 +166,22 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     acc_scaled_after_add, l_scaled_after_add: alpha applied after this block was added,
     (acc + P V) * alpha or (l + rowsum(P)) * alpha: the first block's alpha is
     exp(-inf - m) = 0, so what the first block added is lost. divide=False: out = acc.
+    alpha_block_max: alpha = exp(m_i - max of this block), not exp(m_i - m_new): above 1 where
+    the block's max is below the running max, and exp(+inf) = inf for a block whose scores are
+    all -inf (a causal row's sub-blocks right of its diagonal), so those rows become NaN.
+    max_scaled_twice: p = exp2((s - m_new) * qk_scale), the max (already scaled, log2 units)
+    multiplied by qk_scale again; in natural units p = exp(s - m_new * scale * log2(e)).
+    diagonal_in_stage1: causal, the unmasked stage ran to the end of the row block (hi1 =
+    (start_m + 1) * BLOCK_M, leaving the masked stage empty): the diagonal block without any
+    mask, so each row keeps the keys after it and the keys past N (zero rows: inputs padded
+    with zeros past N, each key scoring 0), up to the end of its row block, not cut at N.
     """
     import torch
 
     n = q.shape[0]
     n_pad = -(-n // block_n) * block_n
+    if diagonal_in_stage1:  # keys up to the end of the last row block (block_n divides block_m)
+        n_pad = -(-n // block_m) * block_m
     kp = torch.zeros((n_pad, k.shape[1]), dtype=torch.float64)
     vp = torch.zeros((n_pad, v.shape[1]), dtype=torch.float64)
     kp[:n], vp[:n] = k.double().cpu(), v.double().cpu()
@@ -177,9 +189,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     rows = torch.arange(n)[:, None]
     cols = torch.arange(n_pad)[None, :]
     visible = torch.ones((n, n_pad), dtype=torch.bool)
-    if mask_keys:
+    if mask_keys and not diagonal_in_stage1:
         visible &= cols < (n if key_limit is None else key_limit)
-    if causal and not diagonal_unmasked:
+    if causal and not (diagonal_unmasked or diagonal_in_stage1):
         visible &= (cols <= rows) if inclusive else (cols < rows)
         if diagonal_one_block:
             visible &= cols < (rows // block_m) * block_m + block_n
@@ -190,7 +202,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     acc = torch.zeros((n, v.shape[1]), dtype=torch.float64)
     with torch.no_grad():
         for start in range(0, n_pad, block_n):
-            if causal:
+            if causal and diagonal_in_stage1:
+                live = start < row_end  # hi1 = (start_m + 1) * BLOCK_M, not cut at N
+            elif causal:
                 live = start < torch.minimum(row_end, torch.tensor(n))  # rows whose program visits
             else:
                 live = torch.ones(n, dtype=torch.bool)
@@ -198,9 +212,10 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 break
             s = s_all[:, start:start + block_n]
             block_max = s.max(dim=1).values
-            m_new = torch.maximum(m, block_max) if carry_max else block_max
-            p = torch.exp(s - m_new[:, None])  # natural units: the same as exp2 in log2 units
-            alpha = torch.exp(m - m_new)
+            m_new = torch.maximum(m, block_max)
+            # natural units: the same as exp2 in log2 units
+            p = torch.exp(s - m_new[:, None] * (scale * LOG2E if max_scaled_twice else 1.0))
+            alpha = torch.exp(m - (block_max if alpha_block_max else m_new))
             if acc_scaled_after_add:
                 acc_new = (acc + p @ vp[start:start + block_n]) * alpha[:, None]
             else:
@@ -282,14 +297,18 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         err = (candidate - expected).abs()
         return bool(((err > atol + rtol * expected.abs()) | candidate.isnan()).any())
 
-    def replay(label, max_n=None, **switches):
-        """max_n: skip the replay above that N (see _REPLAY_MAX_N)."""
+    def replay(label, max_n=None, finite=False, **switches):
+        """max_n: skip the replay above that N (see _REPLAY_MAX_N). finite: use the replay only
+        where it is wrong somewhere it is finite: one wrong by NaN alone (huge logits overflow
+        it, as they overflow many other mistakes) would match any NaN output."""
         def diagnose(got, expected, bad):
             if max_n is not None and n > max_n:
                 return None
             for bm, bn in _block_candidates(impl, case, n, d, dtype, causal):
                 cand = _streamed64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
                                    block_n=bn, **switches)
+                if finite and not differs(cand.where(cand.isfinite(), expected), expected):
+                    continue
                 if differs(cand, expected) and matches(got, cand):
                     return label
             return None
@@ -379,8 +398,20 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                rescale_acc=False),
         replay("denominator not rescaled: l_i must be multiplied by alpha = exp2(m_old - m_new) "
                "whenever the running max grows, like the numerator", rescale_l=False),
-        replay("max not carried across blocks: m_new must be max(m_i, max of this block), "
-               "not the block's own max", carry_max=False),
+        # No replay for a max not carried across blocks (m_new = the block's own max): any
+        # shift is exact while alpha follows it, so its output differs only where alpha
+        # overflows, by NaN alone, and such a replay matched every NaN output (the mistakes
+        # below in forward.extreme). forward.extreme's _nan_hint names it, once attention is
+        # right on ordinary inputs.
+        replay("alpha from the block's own max: alpha = exp2(m_i - max(s) * qk_scale) must be "
+               "exp2(m_i - m_new), with the new running max that p was shifted by; where this "
+               "block's max is below the running max, alpha > 1 inflates the old terms (and a "
+               "block whose scores are all -inf gives exp2(+inf) = inf, so NaN)",
+               max_n=_REPLAY_MAX_N, finite=True, alpha_block_max=True),
+        replay("running max scaled twice in p: p = exp2((s - m_new) * qk_scale) multiplies "
+               "m_new, already a scaled logit in log2 units, by qk_scale again; scale the "
+               "score alone: p = exp2(s * qk_scale - m_new)", max_n=_REPLAY_MAX_N,
+               finite=True, max_scaled_twice=True),
         replay("numerator rescaled after the add: acc = (acc + P V) * alpha scales this key "
                "block's P V too (and the first block's alpha is exp2(-inf - m) = 0, which "
                "drops it); rescale the old sum, then add: acc = acc * alpha[:, None] + P V",
@@ -436,9 +467,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                              lambda: reference(q, k, v, causal=False, scale=scale_used)))
         # Where one row block holds every row the two are the same output, and the formula
         # above, true of both, speaks first.
+        # Stage 1 run to the end of the row block gives the same output where N is a multiple
+        # of BLOCK_M (elsewhere it also reads keys past N: see _diagonal_in_stage1).
         hints.append(replay("causal mask missing from keep: the diagonal block kept the keys "
                             "after each row (its program's keys run to the end of the row "
-                            "block); in the masked stage keep = (j < N) & (row >= j)",
+                            "block); in the masked stage keep = (j < N) & (row >= j); or the "
+                            "unmasked stage 1 ran into the diagonal block (hi1 = start_m * "
+                            "BLOCK_M, not (start_m + 1) * BLOCK_M)",
                             max_n=_REPLAY_MAX_N, diagonal_unmasked=True))
         hints.append(replay("the causal diagonal stage stopped after BLOCK_N keys: it must run "
                             "from the row block's first key to the end of the row block, "
@@ -591,12 +626,15 @@ def forward_values(ctx, impl, case):
         except CheckFailed as exc:
             if not exc.hint and isinstance(exc.__cause__, (TypeError, ValueError)):
                 exc.hint = _valid_call_refused(case)
+            elif "out-of-bounds load" in exc.message:  # the interpreter's bounds check
+                exc.hint = _diagonal_in_stage1(ctx, impl, case, q, k, v, scale) or exc.hint
             raise
         _interpreter_notes(ctx, case.dtype)
         _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
                       name="attention(q, k, v)" if i == 0 else
                            "attention(q, k, v), a second call of the same shape",
-                      first=[_empty_grid(launched), _fenced_tail_read(case)])
+                      first=[_empty_grid(launched), _fenced_tail_read(ctx, impl, case, q, k, v,
+                                                                      scale)])
         outputs.append((out, out.clone()))
     for i, (out, saved) in enumerate(outputs[:-1]):
         if not torch.equal(out, saved):  # both NaN-free: each passed its comparison
@@ -616,20 +654,61 @@ def _fenced(ctx, n: int, d: int, dtype: str):
     return buffer[:n]
 
 
-def _fenced_tail_read(case):
+def _fenced_tail_read(ctx, impl, case, q, k, v, scale):
     """A diagnosis for fenced inputs: NaN in the output where the result is a number can only
-    come from the NaN rows past row N."""
+    come from the NaN rows past row N (read by a load without its mask, or by a causal stage 1
+    that ran into the diagonal block)."""
     def diagnose(got, expected, bad):
         if not case.get("fenced"):
             return None
         if not bool((got[bad].isnan() & ~expected[bad].isnan()).any()):
             return None
+        stage1 = _diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
+        if stage1:
+            return stage1
         return ("tail not masked: the output has NaN, and in this case q, k and v are views of "
                 "the first N rows of longer buffers whose later rows are NaN, so a load read "
                 "rows past N; every load of k and v in the last key block needs the mask "
                 "offs_n < N (other=0), even where p = 0 would seem to cancel it (NaN * 0 = NaN)")
 
     return diagnose
+
+
+def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
+    """The hint for a causal call that read keys past N (the interpreter's bounds check stopped
+    it, or the NaN rows past fenced inputs reached the output), when the unmasked stage 1 ran
+    to the end of the row block: attention is called again on copies of q, k and v followed by
+    zero rows, so the same reads succeed, and the mistake is named only if that output is its
+    float64 replay (_streamed64's diagonal_in_stage1). None otherwise: e.g. a v load without
+    its mask gives the right output on zero rows."""
+    torch = ctx.torch
+    n, d = q.shape
+    if not case.causal or n == 0:
+        return None
+    padded = []
+    for t in (q, k, v):
+        buffer = torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device)
+        buffer[:n] = t
+        padded.append(buffer[:n])
+    try:
+        got = ctx.call(impl.attention, *padded, causal=True, scale=scale, **_knobs(case),
+                       name="attention on q, k, v followed by zero rows")
+    except CheckFailed:
+        return None
+    scale_used = d ** -0.5 if scale is None else scale
+    expected = reference(q, k, v, causal=True, scale=scale_used)
+    dtype = str(q.dtype).replace("torch.", "")
+    for bm, bn in _block_candidates(impl, case, n, d, dtype, True):
+        cand = _streamed64(q, k, v, causal=True, scale=scale_used, block_m=bm, block_n=bn,
+                           diagonal_in_stage1=True)
+        if _reproduces(got.double().cpu(), cand, expected, dtype, v,
+                       _max_logit(q, k, scale_used)):
+            return ("causal stage 1 ran into the diagonal block: the unmasked stage must end "
+                    "at the row block's first key, hi1 = start_m * BLOCK_M; with hi1 = "
+                    "(start_m + 1) * BLOCK_M the diagonal block ran without any mask (the keys "
+                    "after each row kept, and keys past N read: on q, k, v followed by zero "
+                    "rows the output is that replay) and the masked stage [lo2, hi2) was empty")
+    return None
 
 
 def _valid_call_refused(case) -> str:
@@ -1607,6 +1686,9 @@ def bad_calls(ctx, impl, case):
                      what="attention_heads: 65536 heads, past a CUDA grid's second axis")
     ctx.expect_error(att, q, k, v, causal="yes", mentions=["causal"],
                      what="attention: causal not a bool")
+    # 1 is truthy, and True == 1: a check for `causal in (True, False)` lets it through.
+    ctx.expect_error(att, q, k, v, causal=1, errors=(TypeError,), mentions=["causal"],
+                     what="attention: causal=1 (an int, not a bool)")
     ctx.expect_error(att, q, k, v, block_m=100, mentions=["block_m"],
                      what="attention: block_m not a power of two")
     ctx.expect_error(att, q, k, v, block_n=8, mentions=["block_n"],

@@ -17,6 +17,7 @@ import math
 
 from checks import launches
 from checks.compare import always
+from checks.context import left_the_tensors
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "strided_softmax"
@@ -284,12 +285,47 @@ def _row_ratio(got, expected, d: int, spread_tol: float, off_tol: float):
     return med
 
 
+def _dim0_setup_wrong(impl, x, dim):
+    """A diagnosis for dim=0 (or -2): the learner's softmax of x.t() along dim=-1 is the same
+    problem with the same strides, so when that call is right and the dim=0 one is not, the
+    mistake is in how the dim=0 plan swaps the roles (a size left unswapped), not in a kernel."""
+    from checks.compare import agrees, tolerance_for
+
+    def diagnose(got=None, expected=None, bad=None):
+        if dim % 2 != 0:
+            return None
+        try:
+            import torch
+
+            with torch.no_grad():
+                probe = impl.softmax(x.t(), -1)
+        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+            return None
+        truth = _softmax64(x, dim)
+        tol = tolerance_for(x.dtype)
+        if not hasattr(probe, "shape") or tuple(probe.shape) != tuple(x.shape[::-1]):
+            return None
+        if not bool(agrees(probe.detach().double().cpu().t(), truth, tol.rtol, tol.atol).all()):
+            return None
+        return (f"dim={dim} set up wrong: softmax(x.t(), dim=-1).t() is right for this input "
+                f"but softmax(x, dim={dim}) is not; the dim=0 plan must hand the kernel the "
+                "transposed problem, swapping the row count and the row length together with "
+                "x's and the output's strides")
+
+    return diagnose
+
+
 def _call(ctx, impl, x, dim, **knobs):
     """softmax(x, dim, **knobs) through ctx.call (fresh, contiguous, same shape and dtype)."""
     try:
         return ctx.call(impl.softmax, x, dim, name="softmax", expect_shape=tuple(x.shape),
                         expect_dtype=x.dtype, expect_contiguous=True, **knobs)
     except CheckFailed as exc:
+        if left_the_tensors(exc.message) and not knobs:
+            hint = _dim0_setup_wrong(impl, x, dim)()
+            if hint:
+                exc.hint = hint
+                raise
         # Under the interpreter an address past every tensor stops the kernel cleanly; on this
         # workshop a store past the output means output strides taken from somewhere else.
         if "out-of-bounds store" in exc.message and tuple(x.stride()) == (x.shape[1], 1):
@@ -356,7 +392,7 @@ def _layout_cases(device: str) -> list[Case]:
 def forward_layouts(ctx, impl, case):
     x = make_view(ctx, case.layout, case.shape, case.dtype)
     out = _call(ctx, impl, x, case.dim)
-    _compare(ctx, x, case.dim, out)
+    _compare(ctx, x, case.dim, out, extra=[_dim0_setup_wrong(impl, x, case.dim)])
 
 
 @register(W, "forward.default_dim", tier="kernel", uses=SOFTMAX,

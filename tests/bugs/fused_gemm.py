@@ -162,4 +162,23 @@ BUGS += [
     Bug("relu_always_applied", find="    if APPLY_RELU:\n        acc = tl.maximum(acc, 0.0)\n",
         replace="    acc = tl.maximum(acc, 0.0)\n", check="forward.ragged",
         hint="ReLU applied though relu=False"),
+    # Found by a learner audit: the band index of the grouped order divided by GROUP_M, not by
+    # the GROUP_M * num_pid_n tiles of a band: some tiles computed twice, others never or
+    # outside the tile grid (its hint was "tail not masked": the stray tiles' loads fault).
+    Bug("group_id_by_group_m", find="group_id = tile_id // num_pid_in_group",
+        replace="group_id = tile_id // GROUP_M", check="knobs.group_m",
+        hint="band index taken as tile_id // GROUP_M"),
+    # Found by a learner audit: the K tail's masked lanes loaded as 1: every output gains one
+    # 1 * 1 product per padded k (it failed with no hint).
+    Bug("k_tail_other_one",
+        find="other=0.0)  # (BLOCK_M, BLOCK_K)\n"
+             "        b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)",
+        replace="other=1.0)  # (BLOCK_M, BLOCK_K)\n"
+                "        b = tl.load(b_ptrs, mask=k_mask[:, None], other=1.0)",
+        check="forward.k_tail", hint="K tail loaded as 1 (other=1.0)"),
+    # Found by a learner audit: the store cast hard-coded to float16, so bfloat16 outputs went
+    # through float16 (inf past 65504; mostly within tolerance otherwise, and no hint).
+    Bug("output_cast_float16", find="    c = acc.to(OUT_DTYPE)  # (BLOCK_M, BLOCK_N)\n",
+        replace="    c = acc.to(tl.float16)  # (BLOCK_M, BLOCK_N)\n", check="forward.ragged",
+        hint="output rounded through float16"),
 ]

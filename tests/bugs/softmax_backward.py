@@ -133,4 +133,9 @@ BUGS += [
     Bug("dot_without_y", find="dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row",
         replace="dot = tl.sum(dy, axis=1)  # (BLOCK_M,) one dot product per row",
         check="backward.values", hint="the dot product left out y"),
+    # The thirtieth session: for dim=0 the launcher transposes y and dy but not dx (the
+    # audit's B3), so the kernel writes dx through the untransposed tensor.
+    Bug("dx_not_transposed_for_dim0", find="        y, dy, dx = y.t(), dy.t(), dx.t()\n",
+        replace="        y, dy = y.t(), dy.t()\n", check="backward.layouts",
+        hint="dim=0 set up wrong"),
 ]

@@ -178,4 +178,13 @@ BUGS += [
     Bug("partial_shift_clamped_at_zero", find='m_shift = tl.where(m == -float("inf"), 0.0, m)',
         replace="m_shift = tl.maximum(m, 0.0)", check="stats.partial",
         hint="shift clamped at 0"),
+    # The thirtieth session (the audit's s4, s6): the merge's running sum overwritten, so only
+    # the last loop step's chunks count (stats.merge's (3, 1025) case has a last step of one);
+    # normalize's exponent with its sign flipped.
+    Bug("merge_sum_overwritten", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)\n",
+        replace="        s_acc = s * tl.exp2((m - m_row) * LOG2E)\n", check="stats.merge",
+        hint="s_acc overwritten"),
+    Bug("normalize_exponent_sign", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = tl.exp2((m_row - x) * LOG2E) * inv_s\n", check="normalize.values",
+        hint="sign flipped"),
 ]

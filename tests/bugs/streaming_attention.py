@@ -285,3 +285,28 @@ BUGS += [
         replace="out = acc  # (BLOCK_M, HEAD_DIM)", check="forward.values",
         hint="the final division missing"),
 ]
+
+BUGS += [
+    # Found by the twenty-ninth session's learner audit (silent, or "tail not masked" from the
+    # interpreter's bounds check): alpha from this block's max instead of m_new; the running
+    # max scaled again inside p; the causal stage 1 run to the end of the row block.
+    Bug("alpha_from_block_max", find="alpha = tl.math.exp2(m_i - m_new)",
+        replace="alpha = tl.math.exp2(m_i - tl.max(s, 1) * qk_scale)", check="forward.values",
+        hint="alpha from the block's own max"),
+    Bug("max_scaled_twice_in_p", find="p = tl.math.exp2(s * qk_scale - m_new[:, None])",
+        replace="p = tl.math.exp2((s - m_new[:, None]) * qk_scale)", check="forward.values",
+        hint="running max scaled twice in p"),
+    # The diagonal block in the unmasked stage (and the masked stage, from hi1, left empty): its
+    # keys past N are read without a mask, which the interpreter's bounds check stops.
+    Bug("causal_stage1_includes_diagonal", find="        hi1 = start_m * BLOCK_M\n",
+        replace="        hi1 = (start_m + 1) * BLOCK_M\n", check="forward.values",
+        hint="stage 1 ran into the diagonal block"),
+]
+
+BUGS += [
+    # causal=1 accepted: an int is not a bool, but a truthiness test or `in (True, False)` lets
+    # it through.
+    Bug("causal_int_accepted", find="    if not isinstance(causal, bool):\n",
+        replace="    if causal not in (True, False):\n", check="bad_calls",
+        hint="refuse bad calls"),
+]

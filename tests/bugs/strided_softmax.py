@@ -173,4 +173,10 @@ BUGS += [
         find="tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)",
         replace="tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=r_ok)",
         check="forward.layouts", hint="not masked"),
+    # The thirtieth session: the dim=0 plan swaps the strides but not the sizes (the
+    # audit's S5). Under the interpreter the kernel reads past x; on a GPU it reads the wrong
+    # cells. Either way softmax(x.t(), dim=-1) is right, which is what names it.
+    Bug("dim0_sizes_not_swapped", find="        n_i, n_r = n_cols, n_rows\n",
+        replace="        n_i, n_r = n_rows, n_cols\n", check="forward.layouts",
+        hint="dim=0 set up wrong"),
 ]
