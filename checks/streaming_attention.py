@@ -692,7 +692,8 @@ def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
         padded.append(buffer[:n])
     try:
         got = ctx.call(impl.attention, *padded, causal=True, scale=scale, **_knobs(case),
-                       name="attention on q, k, v followed by zero rows")
+                       name="attention on q, k, v followed by zero rows",
+                       expect_shape=tuple(q.shape), expect_dtype=q.dtype)
     except CheckFailed:
         return None
     scale_used = d ** -0.5 if scale is None else scale
