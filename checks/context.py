@@ -448,6 +448,13 @@ def _exception_hint(exc: BaseException) -> str:
                 "lanes beyond the size and check the strides each tensor is addressed with, "
                 "or, for a loop meant to load without a mask, end it before the ragged last "
                 "block")
+    if "incompatible dimensions" in str(exc):
+        # Triton's broadcast refused two block shapes: in these kernels almost always a
+        # reduction over the other axis, or a per-row vector meeting a tile unbroadcast.
+        return ("block shapes do not broadcast: a reduction over the wrong axis (tl.sum / "
+                "tl.max(t, axis=...) of a (rows, cols) tile with axis=1 gives one value per "
+                "row), or a per-row value of shape (BLOCK_M,) combined with a tile without "
+                "[:, None]; the message names the line (tl.static_print shows shapes)")
     if name == "CompilationError":
         return "Triton could not compile the kernel: the message shows the line and the reason"
     if name == "InterpreterError":

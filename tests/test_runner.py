@@ -352,6 +352,25 @@ def test_error_inside_a_jit_helper_names_the_original_exception(tmp_path):
     assert "raised NameError" in message and "InterpreterError" not in message, message
 
 
+def test_block_shapes_that_do_not_broadcast_get_a_hint_that_says_so(tmp_path):
+    """A reduction over the wrong axis makes a vector of the other block dimension, which
+    Triton refuses to combine with the running state: the hint names that, not just "the
+    kernel failed"."""
+    from tests.bugs import Bug, plant
+
+    axis = Bug("axis", find="m_new = tl.maximum(m, tl.max(x, axis=0))",
+               replace="m_new = tl.maximum(m, tl.max(x, axis=1))", check="forward.paths",
+               hint="")
+    mutant = plant("strided_softmax", axis, tmp_path / "impl")
+    out = tmp_path / "out.json"
+    done = run_checks("run", "strided_softmax", "--impl", str(mutant), "--only", "forward.paths",
+                      "--device", "interpreter", "--json", str(out), "--stop-at-hint",
+                      "block shapes do not broadcast")
+    assert done.returncode == 1
+    hints = [r["hint"] for r in load_json(out)["results"] if r["outcome"] == "FAIL"]
+    assert any(h.startswith("block shapes do not broadcast") for h in hints), hints
+
+
 def test_recorded_sources_follow_imports_transitively():
     """Evidence headers hash every file a workshop runs: softmax_backward imports the strided
     softmax, which imports _gpu; attention imports its Hopper path."""
