@@ -7,12 +7,14 @@ relative to the magnitude sum_k |a_ik b_kj| + |bias_j| of what was summed (see `
 
 When a comparison fails, the output is also compared with what the classic mistakes would
 produce (the accumulator rounded before the epilogue, the bias added in the operand dtype, the
-ReLU applied before the bias, the bias indexed by row, the output rounded through float16, the
-accumulator overwritten at each K step, the K tail read past K or loaded as ones, bfloat16
-multiplied as raw bits under the interpreter, operands or the bias read as if contiguous),
+ReLU applied before the bias or written as a minimum, the bias indexed by row, the output rounded
+through float16, the accumulator overwritten or added twice at each K step, the K tail read past
+K or loaded as ones, bfloat16 multiplied as raw bits under the interpreter, operands or the bias
+read as if contiguous),
 computed exactly the same way; a match names the mistake in the hint. Whole output tiles wrong
 while others are right name the grouped tile-order arithmetic, and so does a call that fails or
-leaves elements unwritten with one group_m but not with a single band (see _order_hint).
+leaves elements unwritten with one group_m but not with a single band (see _order_hint), or that
+leaves whole tiles unwritten though its grid had a program for every tile (_unreached_tiles).
 """
 
 from __future__ import annotations
@@ -133,6 +135,11 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
         out.append(("ReLU missing or misplaced: the output matches acc"
                     f"{' + bias' if bias is not None else ''} without the ReLU",
                     rnd(pre).double()))
+        # The right switch, the wrong function: positive results zeroed, negative ones kept.
+        out.append(("ReLU written as a minimum: the output matches min(acc"
+                    f"{' + bias' if bias is not None else ''}, 0) (every positive result is 0, "
+                    "every negative one kept); ReLU is tl.maximum(acc, 0.0)",
+                    rnd(pre.clamp_max(0.0)).double()))
     else:
         out.append(("ReLU applied though relu=False: the output matches max(acc"
                     f"{' + bias' if bias is not None else ''}, 0); apply it only when "
@@ -197,6 +204,27 @@ def _last_k_step(a, b, bias, relu):
     for start, bks in starts.items():
         _, rounded, magnitude = _reference(a[:, start:], b[start:, :], bias, relu)
         out.append((start, bks, rounded, magnitude))
+    return out
+
+
+def _acc_added_twice(a, b, bias, relu):
+    """What a kernel outputs that adds the accumulator twice per K step (acc += tl.dot(a, b, acc):
+    tl.dot(a, b, acc) already returns acc + a @ b, so each step doubles the running sum before
+    adding its block's product): the contract over sum_s 2^(steps-1-s) A_s B_s, the K steps s
+    weighted. One (block_k, steps, rounded, magnitude) per block_k that splits K into several
+    steps (with one step the output is right; as in _last_k_step, the launch's block_k is not
+    known here). Weighting A's columns in float64 is exact, and so is the kernel's doubling."""
+    import torch
+
+    k = a.shape[1]
+    a64 = a.detach().cpu().double()
+    out = []
+    for bk in _BLOCK_KS:
+        if bk < k:
+            steps = -(-k // bk)
+            weight = torch.pow(2.0, (steps - 1 - torch.arange(k) // bk).double())  # per column k
+            exact, _, magnitude = _reference(a64 * weight, b, bias, relu)
+            out.append((bk, steps, exact.to(a.dtype).double(), magnitude))
     return out
 
 
@@ -322,7 +350,7 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         if share >= 0.9 and share > best_share + 0.05:
             hint, best_share = text, share
     # The same for mistakes whose output has its own magnitude (so its own tolerance): the
-    # accumulator overwritten at each K step, the K tail loaded as ones, and bfloat16
+    # accumulator overwritten or added twice at each K step, the K tail loaded as ones, and bfloat16
     # multiplied as raw bits under the interpreter (the DOT_IN_FP32 upcast left out).
     for start, bks, candidate, cand_magnitude in _last_k_step(a, b, bias, relu):
         share = _share_within(got64, candidate, cand_magnitude, k - start, a.dtype)
@@ -333,6 +361,15 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
                 f"alone (K positions {start}..{k - 1} of K = {k}, block_k = {shown}); "
                 "acc = tl.dot(a, b, acc) adds each K block's product to the running sum, "
                 "acc = tl.dot(a, b) keeps only the last block"), share
+    for bk, steps, candidate, cand_magnitude in _acc_added_twice(a, b, bias, relu):
+        share = _share_within(got64, candidate, cand_magnitude, k, a.dtype)
+        if share >= 0.9 and share > best_share + 0.05:
+            hint, best_share = (
+                f"accumulator added twice: the output matches each K step doubling the running "
+                f"sum before adding its product (sum over the {steps} steps s of "
+                f"2^({steps - 1} - s) * A_s B_s, block_k = {bk}; with one K step it is right); "
+                "tl.dot(a, b, acc) already returns acc + a @ b, so acc += tl.dot(a, b, acc) "
+                "adds acc twice: write acc = tl.dot(a, b, acc)"), share
     for start, kk, bks, candidate, cand_magnitude in _k_tail_ones(a, b, bias, relu):
         share = _share_within(got64, candidate, cand_magnitude, kk, a.dtype)
         if share >= 0.9 and share > best_share + 0.05:
@@ -414,7 +451,7 @@ def _call(ctx, impl, a, b, bias, relu, knobs):
 def _run(ctx, impl, a, b, bias, relu, **knobs):
     """gemm_bias_relu(a, b, bias, relu=relu, **knobs) through ctx.call. A call that fails (an
     error, a load the interpreter's bounds check stopped) or leaves elements unwritten is
-    asked whether the grouped tile order is what went wrong (_order_hint)."""
+    asked whether the grouped tile order is what went wrong (_order_hint, _unreached_tiles)."""
     with launches.recording() as launched:
         try:
             out = _call(ctx, impl, a, b, bias, relu, knobs)
@@ -425,12 +462,48 @@ def _run(ctx, impl, a, b, bias, relu, **knobs):
             raise CheckFailed(exc.message, hint=hint) from exc.__cause__
     unwritten = ctx.never_written(out)
     if unwritten is not None:
-        hint = _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
+        hint = (_order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
+                or _unreached_tiles(launched[:1], unwritten))
         if hint:
             shown = ", ".join(f"{name}={value!r}" for name, value in knobs.items())
             raise CheckFailed(f"gemm_bias_relu({shown}): {never_written_line(unwritten)}",
                               hint=hint)
     return out
+
+
+def _unreached_tiles(launched, unwritten) -> str:
+    """Diagnosis of a call that left the elements `unwritten` unwritten: are they exactly whole
+    output tiles of the launch (BLOCK_M x BLOCK_N of the reference's argument names), some of
+    the tiles but not all, while the grid had a program for every tile? A store missing leaves
+    every tile, a store mask too narrow parts of tiles, a grid stopping short has too few programs
+    (and a persistent grid loops over its tiles, so it is not judged): what is left is a tile
+    id -> (pid_m, pid_n) mapping that sends some programs to the same tile (or outside the
+    tile grid, where the masked store writes nothing) and none to others."""
+    args = launched[0].arguments if launched else {}
+    names = ("M", "N", "BLOCK_M", "BLOCK_N")
+    if not all(type(args.get(name)) is int for name in names) or not launched[0].grid:
+        return ""
+    m, n, bm, bn = (args[name] for name in names)
+    if tuple(unwritten.shape) != (m, n) or bm <= 0 or bn <= 0:
+        return ""  # the launch computed another matrix (e.g. a staged copy)
+    tm, tn = -(-m // bm), -(-n // bn)
+    tiles = tm * tn
+    if launched[0].grid[0] < tiles:
+        return ""
+    left = sorted({(i // bm, j // bn) for i, j in unwritten.nonzero().tolist()})
+    if not left or len(left) == tiles:
+        return ""
+    whole = all(bool(unwritten[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn].all()) for i, j in left)
+    if not whole:
+        return ""
+    shown = ", ".join(f"({i},{j})" for i, j in left[:6]) + (" ..." if len(left) > 6 else "")
+    return (f"grouped index arithmetic: whole output tiles never written ({len(left)} of the "
+            f"{tm} x {tn} tiles of {bm}x{bn}) [(tile row, tile col): {shown}], though the grid "
+            f"launched {launched[0].grid[0]} programs for {tiles} tiles: the tile id -> "
+            "(pid_m, pid_n) mapping reaches some tiles twice (or outside the tile grid) and "
+            "others never. Inside a band the ids run down a column of "
+            "group_size_m tiles: pid_m = first_pid_m + local % group_size_m, pid_n = local // "
+            "group_size_m (check group_id, first_pid_m, group_size_m, pid_m and pid_n)")
 
 
 def _band_by_group_m(tm: int, tn: int, group_m: int):

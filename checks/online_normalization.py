@@ -255,6 +255,9 @@ HINT_IDENTITY = ("no identity handling: merge(identity(), identity()) must retur
 HINT_SHIFT = ("missing max shift: from_values([1000.0, 999.0]) should be State(1000.0, "
               "1 + exp(-1)); exp(x) overflows to inf for x > 709 (and underflows to 0 below "
               "-745): sum exp(x - m), whose terms are all in [0, 1]")
+HINT_EXP_SIGN = ("exponent sign flipped: from_values([1000.0, 999.0]) should be State(1000.0, "
+                 "1 + exp(-1)), but s = 1 + e: the terms are exp(x - m), all in [0, 1] (x <= m); "
+                 "exp(m - x) grows with the distance below the maximum and overflows")
 HINT_PRECISION = ("s lost precision: sum in float64: from_values([1000.0, 999.0]) should be "
                   "State(1000.0, 1 + exp(-1)) to float64 precision (relative error ~1e-16), but s "
                   "is off by far more; a float32 exp or sum keeps only ~1e-7, so keep x - m, "
@@ -272,6 +275,14 @@ HINT_MIN = ("min taken for the merged max: merge(State(1, 1), State(0, 1)) must 
 HINT_FIRST_MAX = ("first chunk's max used instead of the merged max: merge(State(0, 1), "
                   "State(1, 1)) must have m = max(a.m, b.m) = 1; keeping a.m leaves s scaled by "
                   "exp(b.m - a.m), which overflows when the later chunk is much larger")
+HINT_RESCALE_SIGN = ("rescale exponent flipped: merge(State(1, 1), State(0, 1)) must be "
+                     "State(1, 1 + exp(-1)), but s = 1 + e: each side's factor is exp(own m - "
+                     "merged m) <= 1, not exp(merged m - own m), which overflows for sides far "
+                     "apart")
+HINT_NO_RESCALE = ("neither side rescaled: merge(State(1, 1), State(0, 1)) must be "
+                   "State(1, 1 + exp(-1)), but s = a.s + b.s = 2 in both orders: sums taken "
+                   "against different maxima do not add; multiply each by its factor "
+                   "exp(own m - merged m) first")
 HINT_ONE_SIDE = ("only one side rescaled: merge(State(1, 1), State(0, 1)) must be "
                  "State(1, 1 + exp(-1)) in both orders, but one order gives s = 2: each side's "
                  "sum needs its factor exp(own m - merged m)")
@@ -289,10 +300,16 @@ HINT_NOT_STATE = ("not a State: identity, from_values and merge return State(m, 
                   "refuse anything but a State")
 HINT_NO_MASS = ("a row without a finite value (empty, or all -inf) has no mass: return "
                 "identity(); its maximum is -inf, so x - m computes -inf - (-inf) = NaN")
+HINT_LSE_BASE = ("wrong log base: log_sum_exp(State(2.0, 3.0)) must be 2 + ln(3) = 3.0986..., "
+                 "but it is 2 + {log}(3); exp and log are natural (base e): "
+                 "return m + math.log(s)")
 HINT_LSE_EMPTY = ("the empty state's log-sum-exp is -inf, not NaN: handle s == 0 (math.log(0.0) "
                   "raises a ValueError; return -math.inf explicitly)")
 HINT_SOFTMAX_EMPTY = ("the empty state (all -inf row) gives zeros, not exp(-inf - (-inf)) / 0 = "
                       "NaN: return np.zeros_like(x) when s == 0")
+HINT_SOFTMAX_EMPTY_UNIFORM = ("the empty state's softmax is zeros, not uniform: "
+                              "softmax([-inf] * 4, identity()) must be [0, 0, 0, 0] (no mass to "
+                              "spread), but it is 1/4 each: return np.zeros_like(x) when s == 0")
 HINT_FAR_SIDE = ("far-below side dropped: merge(State(0, 1), State(-37, 1e12)) must be "
                  "State(0, 1 + 1e12 * exp(-37)) = State(0, 1.0000853...); every side counts, "
                  "however far below its maximum (exp of a very negative gap underflows to 0 "
@@ -356,12 +373,15 @@ def _first_mistake(impl) -> str | None:
     # An arithmetic crash, a wrong maximum or a sum far off (inf, NaN, 0) is the missing shift;
     # a sum right to a few float32 ulps only is a sum taken in float32.
     imprecise = False
+    e = math.exp(1.0)
     for row, m in (([1000.0, 999.0], 1000.0), ([-1000.0, -1001.0], -1000.0)):
         got, error = run(impl.from_values, np.array(row))
         if error is not None and not isinstance(error, NAN_ERRORS):
             break  # from_values crashes for another reason: these probes cannot tell
         if got is not None and _is_state(impl, got) and got.m == m and got.s == 1.0:
             return HINT_SUM_AS_MAX  # the shift is there; the sum is not
+        if near(got, m, 1.0 + e):
+            return HINT_EXP_SIGN  # exp(m - x): the value 1 below the maximum adds e, not 1/e
         if not (got is not None and _is_state(impl, got) and got.m == m
                 and math.isfinite(got.s) and abs(got.s - e1) <= 1e-3 * e1):
             return HINT_SHIFT
@@ -373,6 +393,10 @@ def _first_mistake(impl) -> str | None:
     moderate = attempt(State, 2.0, 3.0)
     if moderate is not None and getattr(impl, "log_sum_exp", None) is not None:
         got = attempt(impl.log_sum_exp, moderate)
+        # m + log2(s) (or log10): right for s = 1 only, so every other row is off.
+        for name, log in (("log2", math.log2), ("log10", math.log10)):
+            if isinstance(got, float) and abs(got - (2.0 + log(3.0))) <= 1e-12:
+                return HINT_LSE_BASE.format(log=name)
         if isinstance(got, float) and abs(got - (2.0 + math.log(3.0))) <= 1e-12:
             for m in (-1000.0, 1000.0):
                 state = attempt(State, m, 1.0)
@@ -388,9 +412,16 @@ def _first_mistake(impl) -> str | None:
     for got in (forward, backward):
         if got is not None and _is_state(impl, got) and got.m != 1.0:
             return HINT_FIRST_MAX
-    for got in (forward, backward):
-        if got is not None and _is_state(impl, got) and abs(got.s - 2.0) < 1e-9:
-            return HINT_ONE_SIDE
+    # Both m right (1). The sums are right as 1 + exp(-1); the flipped exponent exp(m - own m)
+    # gives 1 + e, and no factor at all gives a.s + b.s = 2 in both orders (in one order only:
+    # one side rescaled).
+    sums = [got.s for got in (forward, backward) if got is not None and _is_state(impl, got)]
+    if any(abs(s - (1.0 + e)) < 1e-9 for s in sums):
+        return HINT_RESCALE_SIGN
+    if len(sums) == 2 and all(abs(s - 2.0) < 1e-9 for s in sums):
+        return HINT_NO_RESCALE
+    if any(abs(s - 2.0) < 1e-9 for s in sums):
+        return HINT_ONE_SIDE
     rng = np.random.default_rng(0)
     for _ in range(50):
         a = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
@@ -419,6 +450,11 @@ def _first_mistake(impl) -> str | None:
         if row_ok and not (isinstance(part, np.ndarray) and part.shape == (2,)
                            and bool(np.allclose(part, truth, rtol=1e-12, atol=0.0))):
             return HINT_CHUNK_SOFTMAX
+    # The empty state spreads no mass: softmax of an all -inf row is zeros, not 1/n each.
+    if empty is not None and getattr(impl, "softmax", None) is not None:
+        got = attempt(impl.softmax, np.full(4, -math.inf), empty)
+        if isinstance(got, np.ndarray) and got.shape == (4,) and bool(np.all(got == 0.25)):
+            return HINT_SOFTMAX_EMPTY_UNIFORM
     return None
 
 
@@ -751,13 +787,17 @@ def _check_softmax(ctx, impl, x, state, expected, exact, merges, what, *, offset
     atol = 2.0 ** -1068
     err = np.abs(got - expected)
     allowed = atol + rtol * np.abs(expected)
+    # err / allowed overflows to inf where allowed is the subnormal floor: inf ranks worst,
+    # as it should, and the warning would only be noise in a learner's output.
+    with np.errstate(over="ignore"):
+        ratio = err / allowed
     if err.size:
-        worst = int(np.argmax(err / allowed))
+        worst = int(np.argmax(ratio))
         if ctx.max_error is None or err[worst] > ctx.max_error:
             ctx.max_error, ctx.tolerance = float(err[worst]), float(allowed[worst])
         bad = np.flatnonzero(~(err <= allowed))
         if bad.size:
-            i = int(bad[np.argmax((err / allowed)[bad])])
+            i = int(bad[np.argmax(ratio[bad])])
             _fail(ctx, impl, f"{what}: {bad.size} of {x.size} values outside tolerance; worst "
                   f"at index {offset + i}: x = {x[i]!r}, got {got[i]!r}, expected "
                   f"{expected[i]!r}, |error| {err[i]:.3g} > {allowed[i]:.3g}", fallback)

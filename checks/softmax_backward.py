@@ -127,6 +127,14 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
                     "dot product <dy, y> from dy before multiplying by y (J = diag(y) - y y^T)")
         return None
 
+    def sign_flipped(got, exp, bad):
+        # y * (<dy, y> - dy) is exactly -dx: the output is the right answer negated (and the
+        # right answer is not itself ~0, where -dx and dx cannot be told apart).
+        if _close(got, -exp, rtol, atol) and not _close(exp, -exp, rtol, atol):
+            return ("sign flipped: dx = y * (<dy, y> - dy) is the right answer negated; the "
+                    "formula is y * (dy - <dy, y>)")
+        return None
+
     def swapped_or_dot_without_y(got, exp, bad):
         rows_dot = (dy64 * y64).sum(d, keepdim=True)
         if _close(got, dy64 * (y64 - rows_dot), rtol, atol) \
@@ -245,8 +253,8 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     # The one tile width that a `2 * BLOCK_N >= n_cols` slip would run in one pass: the
     # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
-    return [missing_dot, swapped_or_dot_without_y, misplaced_parenthesis, dot_over_row_block,
-            wrong_dim, *extra,
+    return [missing_dot, sign_flipped, swapped_or_dot_without_y, misplaced_parenthesis,
+            dot_over_row_block, wrong_dim, *extra,
             _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot, dot_of_one_tile,
             dy_strides, ragged_tail]
 

@@ -35,24 +35,34 @@ STAT_RTOL = 1e-5
 # ---------------------------------------------------------------------------------------------
 # Float64 references, computed in the check from the input alone
 # ---------------------------------------------------------------------------------------------
-def _chunk_stats64(x64, chunk: int, base_factor: float = 1.0, shift_floor: float | None = None):
-    """Per (row, chunk) max and sum of exp(x - max), float64, shape (M, C). Empty chunk state
-    is (-inf, 0), as in workshop 4. Two mistakes' models: base_factor gives the sums of
-    exp(base_factor * (x - max)) (a wrong exponent base, see _exponent_models); shift_floor
-    shifts by max(m, shift_floor) instead (the shift clamped at 0)."""
+def _chunk_tiles(x64, chunk: int):
+    """x64 (M, N) as (M, C, chunk) tiles, the last one padded with -inf as a masked load pads
+    it."""
     import torch
 
     n_rows, n_cols = x64.shape
     n_chunks = -(-n_cols // chunk)
     padded = torch.full((n_rows, n_chunks * chunk), float("-inf"), dtype=torch.float64)
     padded[:, :n_cols] = x64
-    tiles = padded.reshape(n_rows, n_chunks, chunk)
+    return padded.reshape(n_rows, n_chunks, chunk)
+
+
+def _chunk_stats64(x64, chunk: int, base_factor: float = 1.0, shift_floor: float | None = None,
+                   shift_factor: float = 1.0):
+    """Per (row, chunk) max and sum of exp(x - max), float64, shape (M, C). Empty chunk state
+    is (-inf, 0), as in workshop 4. Three mistakes' models: base_factor gives the sums of
+    exp(base_factor * (x - max)) (a wrong exponent base, see _exponent_models); shift_floor
+    shifts by max(m, shift_floor) instead (the shift clamped at 0); shift_factor shifts by
+    shift_factor * max (exp2(x * log2(e) - m): the max left in base-2 units, factor ln 2)."""
+    import torch
+
+    tiles = _chunk_tiles(x64, chunk)
     m = tiles.amax(dim=2)
     if shift_floor is None:
         shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)
     else:
         shift = m.clamp_min(shift_floor)
-    s = torch.exp(base_factor * (tiles - shift[:, :, None])).sum(dim=2)
+    s = torch.exp(base_factor * (tiles - shift_factor * shift[:, :, None])).sum(dim=2)
     return m, s
 
 
@@ -166,6 +176,12 @@ HINT_EXP2_NO_LOG2E = ("exp2 without log2(e){where}: each term is 2^t for its exp
                       "or m_c - m_row in the merge); exp(t) = exp2(t * log2(e))")
 # Each wrong base as the factor it multiplies the exponent by, with its hint: exp(f * t).
 WRONG_BASES = ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E))
+# exp2(x * log2(e) - m): x converted to base-2 units, the max subtracted after, still in
+# natural units: exp(x - m * ln 2), off by the factor exp(m * (1 - ln 2)) = (e / 2)^m.
+LN2 = 1 / LOG2E
+HINT_SHIFT_NO_LOG2E = ("max subtracted outside the log2(e) factor{where}: exp2(x * log2(e) - m) "
+                       "is exp(x - m * ln 2), off by (e/2)^m; subtract first, then convert: "
+                       "exp2((x - m) * log2(e))")
 HINT_EXP_SIGN = ("exponent's sign flipped in normalize: y = exp(m_row - x) / s_row, which "
                  "grows as x falls below the row's maximum; the exponent is x - m_row (<= 0, "
                  "so every y <= 1)")
@@ -221,6 +237,9 @@ def _exponent_models(x64, *, merge: bool = True):
             models.append((hint.format(where=where),
                            numerator / numerator.sum(dim=1, keepdim=True)))
     models.append((HINT_EXP_SIGN, torch.exp(-t) / s_row))
+    m_row = x64.amax(dim=1, keepdim=True)
+    models.append((HINT_SHIFT_NO_LOG2E.format(where=" in normalize"),
+                   torch.exp(x64 - LN2 * m_row) / s_row))
     return models
 
 
@@ -424,10 +443,10 @@ def stats_partial(ctx, impl, case):
     # -inf has m = -inf exactly (where the reference is -inf, only -inf agrees).
     ctx.assert_close(m, m64, name="partial maxima m", rtol=0.0, atol=0.0, diagnose=[
         lambda g, e, bad: HINT_MASKED_M if bool((e.isinf() & (g != e)).any()) else None,
-        tail_hint])
+        _chunk_minimum(x, case.chunk), tail_hint])
     ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
         lambda g, e, bad: (HINT_MASKED_NAN if bool((m64.isinf() & g.isnan()).any()) else None),
-        tail_hint,
+        tail_hint, _shift_without_log2e(x, case.chunk),
         lambda g, e, bad: ("sum not shifted by the chunk max: s should sum exp(x - m), every "
                            "term <= 1 and the largest exactly 1"
                            if bool((g > case.chunk).any()) else None),
@@ -448,6 +467,34 @@ def _shift_clamped_at_zero(x, chunk: int):
             return ("shift clamped at 0: s sums exp(x - max(m, 0)), so a chunk whose maximum is "
                     "negative has its sum scaled by exp(m); shift by the chunk's own maximum m "
                     "(0 only for a chunk of only -inf, tl.where(m == -inf, 0, m))")
+        return None
+
+    return diagnose
+
+
+def _chunk_minimum(x, chunk: int):
+    """Diagnosis: the partial maxima are the chunks' minima (tl.min for tl.max; the ragged
+    last chunk's padded lanes, -inf, make its minimum -inf)."""
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        model = _chunk_tiles(x64, chunk).amin(dim=2)
+        if bool((got == model).all()):
+            return ("minimum taken for the maximum: every m equals its chunk's smallest value "
+                    "(tl.min where tl.max belongs); m = tl.max(x, axis=0)")
+        return None
+
+    return diagnose
+
+
+def _shift_without_log2e(x, chunk: int):
+    """Diagnosis: the partial sums are those of exp2(x * log2(e) - m) (HINT_SHIFT_NO_LOG2E)."""
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        _, model = _chunk_stats64(x64, chunk, shift_factor=LN2)
+        if _close(got, model, "float32", rtol=STAT_RTOL):
+            return HINT_SHIFT_NO_LOG2E.format(where=" in partial_stats")
         return None
 
     return diagnose
@@ -705,6 +752,17 @@ def _merge_diagnoses(m64, s64):
             return HINT_INVERTED
         return None
 
+    def sums_left_out(got, expected, bad):
+        # s_acc += exp(m_c - m_row) without the s_c: each chunk counts as a sum of 1
+        if got.shape != expected.shape:
+            return None
+        m_row = m64.amax(dim=1, keepdim=True)
+        if _close(got, torch.exp(m64 - m_row).sum(dim=1), "float32", rtol=STAT_RTOL):
+            return ("partial sums left out of the merge: s_row equals sum_c exp(m_c - m_row), "
+                    "each chunk counted as a sum of 1; multiply each rescale factor by the "
+                    "chunk's own sum: s_acc += s * exp2((m - m_row) * log2(e))")
+        return None
+
     def overwritten(got, expected, bad):
         # s_acc = ... for s_acc += ...: only the last loop step's block of chunks is summed.
         # The block is the merge's choice: try each power of two below the chunk count, the
@@ -744,7 +802,7 @@ def _merge_diagnoses(m64, s64):
                 return hint.format(where=" in merge_stats' rescale factor")
         return None
 
-    return [no_rescale, inverted, overwritten, other_row, wrong_base]
+    return [no_rescale, inverted, sums_left_out, overwritten, other_row, wrong_base]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -182,3 +182,30 @@ BUGS += [
         replace="    c = acc.to(tl.float16)  # (BLOCK_M, BLOCK_N)\n", check="forward.ragged",
         hint="output rounded through float16"),
 ]
+
+BUGS += [
+    # Found by a learner audit: the accumulator added twice per K step (tl.dot(a, b, acc) already
+    # returns acc + a @ b), so each step doubles the running sum (it failed with no hint).
+    Bug("acc_added_twice",
+        find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc += tl.dot(a, b, acc)  # float32 accumulation\n",
+        check="forward.ragged", hint="accumulator added twice"),
+    # Found by a learner audit: the band's // and % swapped, so some tiles are computed twice
+    # (or outside the tile grid) and others never (its hint was "output never written").
+    Bug("tile_divmod_swapped",
+        find="    pid_m = first_pid_m + local % group_size_m\n"
+             "    pid_n = local // group_size_m\n",
+        replace="    pid_m = first_pid_m + local // group_size_m\n"
+                "    pid_n = local % group_size_m\n",
+        check="forward.ragged", hint="reaches some tiles twice (or outside the tile grid) and "
+                                     "others never"),
+    # Found by a learner audit: pid_n divided by GROUP_M, not by the band's group_size_m (its
+    # hint was "output never written").
+    Bug("pid_n_by_group_m", find="    pid_n = local // group_size_m\n",
+        replace="    pid_n = local // GROUP_M\n", check="forward.ragged",
+        hint="reaches some tiles twice (or outside the tile grid) and others never"),
+    # Found by a learner audit: the ReLU written as tl.minimum (it failed with no hint).
+    Bug("relu_minimum", find="        acc = tl.maximum(acc, 0.0)\n",
+        replace="        acc = tl.minimum(acc, 0.0)\n", check="forward.ragged",
+        hint="ReLU written as a minimum"),
+]

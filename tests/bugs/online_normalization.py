@@ -146,3 +146,27 @@ BUGS += [
     Bug("merged_max_is_min", find="m = max(a.m, b.m)", replace="m = min(a.m, b.m)",
         check="merge.partitions", hint="min taken for the merged max"),
 ]
+
+BUGS += [
+    # Found by the third-round learner audit (each got another mistake's hint, or a generic one):
+    # the exponent written exp(m - x), so a value 1 below the maximum adds e instead of 1/e...
+    Bug("from_values_exp_sign_flipped", find="s = float(np.sum(np.exp(x - m)))",
+        replace="s = float(np.sum(np.exp(m - x)))", check="identity.laws",
+        hint="exponent sign flipped"),
+    # ...the same flip in merge's factors (exp(m - own m) >= 1, overflowing for far sides)...
+    Bug("merge_rescale_sign_flipped",
+        find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
+        replace="s = a.s * math.exp(m - a.m) + b.s * math.exp(m - b.m)",
+        check="merge.commutative", hint="rescale exponent flipped"),
+    # ...no factor on either side: sums against different maxima added as they are...
+    Bug("merge_no_rescale", find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
+        replace="s = a.s + b.s", check="merge.far_apart", hint="neither side rescaled"),
+    # ...log_sum_exp in base 2...
+    Bug("log_sum_exp_log2", find="    return state.m + math.log(state.s)\n",
+        replace="    return state.m + math.log2(state.s)\n",
+        check="log_sum_exp.high_precision", hint="wrong log base"),
+    # ...and the empty state's softmax spread uniformly instead of zeros.
+    Bug("softmax_empty_uniform", find="        return np.zeros_like(x)\n",
+        replace="        return np.full_like(x, 1.0 / max(x.size, 1))\n",
+        check="softmax.high_precision", hint="the empty state's softmax is zeros, not uniform"),
+]

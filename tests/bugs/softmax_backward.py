@@ -139,3 +139,15 @@ BUGS += [
         replace="        y, dy = y.t(), dy.t()\n", check="backward.layouts",
         hint="dim=0 set up wrong"),
 ]
+
+BUGS += [
+    # Found by the third-round learner audit (silent): the looped path's pass 2 with the
+    # subtraction reversed, dx = y * (<dy, y> - dy), exactly -dx (the one-pass branch is right,
+    # so only rows wider than BLOCK_N show it).
+    Bug("loop_pass2_sign_flipped",
+        find="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+             "            dx = y * (dy - dot[:, None])",
+        replace="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+                "            dx = y * (dot[:, None] - dy)",
+        check="backward.values", hint="sign flipped"),
+]

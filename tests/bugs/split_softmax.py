@@ -188,3 +188,21 @@ BUGS += [
         replace="    y = tl.exp2((m_row - x) * LOG2E) * inv_s\n", check="normalize.values",
         hint="sign flipped"),
 ]
+
+BUGS += [
+    # The third learner audit (each silent): the max subtracted after x went to base-2 units,
+    # in partial_stats and in normalize (exp2(x * log2(e) - m) = exp(x - m ln 2)); tl.min for
+    # tl.max in partial_stats; the merge adding the rescale factors without the sums.
+    Bug("partial_shift_outside_log2e",
+        find="    s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="    s = tl.sum(tl.exp2(x * LOG2E - m_shift), axis=0)", check="stats.partial",
+        hint="max subtracted outside the log2(e) factor in partial_stats"),
+    Bug("normalize_shift_outside_log2e", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = tl.exp2(x * LOG2E - m_row) * inv_s\n", check="normalize.values",
+        hint="max subtracted outside the log2(e) factor in normalize"),
+    Bug("partial_min_for_max", find="    m = tl.max(x, axis=0)", replace="    m = tl.min(x, axis=0)",
+        check="stats.partial", hint="minimum taken for the maximum"),
+    Bug("merge_sums_left_out", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)\n",
+        replace="        s_acc += tl.exp2((m - m_row) * LOG2E)\n", check="stats.merge",
+        hint="partial sums left out of the merge"),
+]
