@@ -6,6 +6,8 @@ and sizes smaller than one block; interpreter runs use smaller tables than GPU r
 
 from __future__ import annotations
 
+import math
+
 from checks import launches
 from checks.compare import always, not_from_values, ratio_constant_per_row
 from checks.core import Case, CheckFailed, Unavailable, register
@@ -256,13 +258,102 @@ def _finite_tail_sentinel(x):
     return diagnose
 
 
+def _row_offset_without_stride(x):
+    """Diagnosis: row r of the output is the softmax of x.flatten()[r : r + n_cols], the n_cols
+    elements from x_ptr + r on (the row index added to the pointer without the row stride):
+    row 0 is right, every later row slides one element along the flat memory."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        n_rows, n_cols = x.shape
+        if n_rows < 2 or n_cols < 2:
+            return None
+        flat = x.detach().cpu().double().reshape(-1)
+        # r + n_cols <= n_rows * n_cols for every row r: the mistake stays inside x
+        model = torch.stack([flat[r:r + n_cols] for r in range(n_rows)]).softmax(dim=-1)
+        tol = tolerance_for(x.dtype)
+        if bool(agrees(expected, model, tol.rtol, tol.atol).all()):
+            return None  # (the shifted reads give the right softmax: nothing to tell apart)
+        if not bool(agrees(got, model, tol.rtol, tol.atol).all()):
+            return None
+        return (f"row offset without the row stride: row r of the output is the softmax of "
+                f"x.flatten()[r : r + {n_cols}] (row 0 is right, each later row starts one "
+                "element further along memory, not one row); the row starts at x_ptr + row * "
+                "stride_xm")
+
+    return diagnose
+
+
+def _denominator_sums_z(x, block: int):
+    """Diagnosis: the output is exp(z) / sum(z), z = x - max over the block's lanes: the
+    denominator sums z instead of exp(z). The padded lanes hold z = -inf, so a ragged row's sum
+    is -inf (every output -0.0); a row of one element divides by 0 (inf)."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        x64 = x.detach().cpu().double()
+        z = x64 - x64.amax(dim=-1, keepdim=True)
+        padding = -math.inf if block > x.shape[-1] else 0.0  # the padded lanes' z
+        model = torch.exp(z) / (z.sum(dim=-1, keepdim=True) + padding)
+        tol = tolerance_for(x.dtype)
+        # Ragged rows alone model as all zeros, which any output of zeros matches (a finite
+        # tail padding on logits near -1e31, say): only a row of nonzeros names the mistake.
+        if (not bool((model != 0).any()) or bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        return ("denominator sums x - max, not exp(x - max): the output matches exp(z) / "
+                "sum(z) with z = x - max (a row of one element gives 1 / 0 = inf; the padded "
+                "lanes' z = -inf makes a ragged row's sum -inf and every output -0); divide by "
+                "tl.sum(numerator, axis=0)")
+
+    return diagnose
+
+
+def _rounded_through_fp16(x):
+    """Diagnosis: every output is a float16 number and the outputs equal the softmax rounded to
+    float16 (then stored in x's dtype): the store cast to a fixed tl.float16, not to the output's
+    dtype. A float32 output then carries float16's 11 bits; a bfloat16 one loses its tiny values
+    (float16's subnormals are spaced 2^-24 apart, bfloat16 keeps float32's exponent range)."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        if x.dtype == torch.float16 or not bool(got.isfinite().all()):
+            return None
+        model = expected.to(torch.float16).double()
+        tol, tol16 = tolerance_for(x.dtype), tolerance_for(torch.float16)
+        # The float64 truth and the kernel's float32 result can round to neighbouring float16
+        # numbers: allow one float16 rounding (and bfloat16's own) between got and the model.
+        on_fp16_grid = bool((got.to(torch.float16).double() == got).all())
+        if (not on_fp16_grid or bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol + tol16.rtol, tol16.atol).all())):
+            return None
+        name = str(x.dtype).replace("torch.", "")
+        return ("output rounded through float16: every output is a float16 number, the "
+                f"softmax rounded to float16 and then stored as {name}; round the float32 "
+                "result once, cast to the output's dtype (out_ptr.dtype.element_ty), not to a "
+                "fixed tl.float16")
+
+    return diagnose
+
+
 def _softmax_diagnoses(width: int, x=None):
     # One block spans the whole row (the next power of two), so the padded lanes are never
     # stored: an unmasked tail shows as a wrong denominator on every column, not as wrong
     # last columns.
     block = 1 << max(width - 1, 0).bit_length()
     return [
-        *([_tail_loaded_as_zero(x, block), _max_as_denominator(x)] if x is not None else []),
+        *([_row_offset_without_stride(x), _denominator_sums_z(x, block),
+           _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x)]
+          if x is not None else []),
         # Padded lanes can only add to the denominator: the rows come out too small.
         lambda g, e, bad: ("tail not masked: padded lanes were loaded as 0 (or garbage) instead "
                            "of -inf, so each adds exp(0 - max) to the denominator"
@@ -322,11 +413,14 @@ def row_softmax_extreme(ctx, impl, case):
     out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     # exp overflows float32 past 88.7: only then can a missing shift make inf / inf = NaN.
     huge = float(x.double().amax()) > 88.0
+    block = 1 << max(case.shape[1] - 1, 0).bit_length()
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
+        _denominator_sums_z(x, block),
         _finite_tail_sentinel(x),
         _max_taken_as_zero(x),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
-                           if huge and bool(g.isnan().any() | g.isinf().any()) else None)])
+                           if huge and bool(g.isnan().any() | g.isinf().any()) else None),
+        _rounded_through_fp16(x)])
 
 
 def _max_taken_as_zero(x):

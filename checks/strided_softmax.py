@@ -232,6 +232,17 @@ def diagnoses(x, dim: int):
                     "instead of -inf")
         return None
 
+    def log2_s_inside_log2e():
+        # exp2((x - m - log2(s)) * LOG2E) = exp(x - m) * s^(-log2 e): log2(s), already a
+        # base-2 exponent, scaled by log2(e) once more. Per row the truth times s^(1 - log2 e).
+        rows = softmax_rows(x)
+        m = rows.amax(dim=1, keepdim=True)
+        s = (rows - m).exp().sum(dim=1, keepdim=True)
+        sim = (rows - m).exp() * s.pow(-1.0 / math.log(2.0))
+        shape = list(x.shape)
+        shape.append(shape.pop(d))
+        return sim.reshape(shape).movedim(-1, d)
+
     def wrong_normalizer(got, expected, bad):
         ratio = _row_ratio(got, expected, d, rtol, tol.rtol)
         if ratio is None:
@@ -262,6 +273,11 @@ def diagnoses(x, dim: int):
                    differ=exact),
         output_with_input_strides,
         tail_not_masked,
+        _simulated("log2(s) inside the * LOG2E: the output matches exp(x - m) * s^(-log2 e), "
+                   "what exp2((x - m - log2(s)) * LOG2E) computes (each softmax row off by "
+                   "s^(1 - log2 e)); log2(s) is already a base-2 exponent, subtract it after "
+                   "the multiply: exp2((x - m) * LOG2E - log2_s)", log2_s_inside_log2e,
+                   match=(rtol, atol), differ=exact),
         wrong_normalizer,
     ]
 
@@ -491,7 +507,8 @@ def forward_paths(ctx, impl, case):
     knobs = {k: case[k] for k in ("path", "block_r", "block_i", "num_warps", "num_stages",
                                   "splits") if case.get(k) is not None}
     if case.get("block_r"):
-        extra.append(_one_block_too_short(x, case.dim, case.block_r))
+        extra += [_one_block_too_short(x, case.dim, case.block_r),
+                  _running_stats_stuck(x, case.dim, case.block_r)]
     if (case.get("splits") or 1) > 1:
         n_r = x.shape[d]
         # whole blocks per slice: ceil(ceil(n_r / splits) / block_r) * block_r
@@ -561,6 +578,30 @@ def _one_block_too_short(x, dim: int, block_r: int):
                 "passes)")
 
     return diagnose
+
+
+def _running_stats_stuck(x, dim: int, block_r: int):
+    """Diagnosis: every output is +inf, which the two-pass walk's normalisation exp(x - m) / s
+    gives only when the first pass hands it m = -inf (the running max never updated: m = m_new
+    left out, so m stays -inf and s holds the last chunk's sum alone) or s = 0 (the running sum
+    never accumulated). Both replay to the same output, so the hint names both."""
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(x.dtype)
+
+    def simulate():
+        if block_r >= x.shape[dim % 2]:
+            return None  # one block: no running statistics
+        # exp(x - (-inf)) / s is +inf whatever s > 0 holds (and so is exp(x - m) / 0)
+        return (x.detach().double().cpu() + math.inf).exp()
+
+    return _simulated("running max never updated (or the running sum never accumulated): "
+                      "every output is +inf, which exp(x - m) / s gives only when the first "
+                      "pass ends with the running max m still -inf (m = m_new left out of the "
+                      "loop?) or the running sum s still 0 (log2(0) = -inf); fold each chunk "
+                      "into both: m_new = max(m, chunk max), s = s * exp(m - m_new) + "
+                      "sum(exp(x - m_new)), then m = m_new", simulate,
+                      match=(tol.rtol, tol.atol), differ=(tol.rtol, tol.atol))
 
 
 def _split_stats_16bit(x, dim: int, rows_per_split: int):

@@ -139,3 +139,20 @@ BUGS += [
         replace="row_softmax_kernel[(n_cols,)]", check="row_softmax.values",
         hint="grid larger than the work"),
 ]
+
+BUGS += [
+    # Found by the third-round learner audit (its F3-F5), silent until then. The row index
+    # added without the row stride: row r reads x.flatten()[r : r + n_cols] (row 0 is right).
+    Bug("softmax_row_offset_no_stride", find="x_ptr + row * stride_xm + cols",
+        replace="x_ptr + row + cols", check="row_softmax.values",
+        hint="row offset without the row stride"),
+    # The denominator sums z = x - max instead of exp(z): inf on a row of one element, -0 on
+    # ragged rows (the padded lanes' z is -inf), negative on the others.
+    Bug("softmax_denominator_sums_z", find="denominator = tl.sum(numerator, axis=0)",
+        replace="denominator = tl.sum(z, axis=0)", check="row_softmax.values",
+        hint="denominator sums x - max, not exp(x - max)"),
+    # The store cast to a fixed tl.float16: float32 (and bfloat16) outputs go through float16.
+    Bug("softmax_store_cast_fp16", find="y.to(out_ptr.dtype.element_ty)",
+        replace="y.to(tl.float16)", check="row_softmax.values",
+        hint="output rounded through float16"),
+]

@@ -180,3 +180,15 @@ BUGS += [
         replace="        n_i, n_r = n_rows, n_cols\n", check="forward.layouts",
         hint="dim=0 set up wrong"),
 ]
+
+BUGS += [
+    # Found by the third-round learner audit (its S2 and S4). Path B's first pass without
+    # `m = m_new`: m stays -inf, so normalize's exp(x - m) is +inf everywhere.
+    Bug("across_running_max_not_updated", find="axis=0)\n        m = m_new\n",
+        replace="axis=0)\n", check="forward.paths", hint="running max never updated"),
+    # Path B's normalize with log2(s) inside the * LOG2E: each row off by s^(1 - log2 e).
+    Bug("normalize_log2s_inside_log2e",
+        find="y = tl.exp2((x - m[None, :]) * LOG2E - log2_s[None, :])",
+        replace="y = tl.exp2((x - m[None, :] - log2_s[None, :]) * LOG2E)",
+        check="forward.paths", hint="log2(s) inside the * LOG2E"),
+]
