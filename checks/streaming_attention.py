@@ -143,7 +143,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 mask_logit=None, key_limit=None, diagonal_one_block=False,
                 diagonal_unmasked=False, divide_by_column=False, acc_scaled_after_add=False,
                 l_scaled_after_add=False, divide=True, alpha_block_max=False,
-                max_scaled_twice=False, diagonal_in_stage1=False):
+                max_scaled_twice=False, diagonal_in_stage1=False, alpha_scaled_twice=False,
+                den_column_sums=False, left_keys_twice=False, p_old_max=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -175,6 +176,16 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     (start_m + 1) * BLOCK_M, leaving the masked stage empty): the diagonal block without any
     mask, so each row keeps the keys after it and the keys past N (zero rows: inputs padded
     with zeros past N, each key scoring 0), up to the end of its row block, not cut at N.
+    alpha_scaled_twice: alpha = exp2((m_i - m_new) * qk_scale), the difference of two maxima
+    (already log2 units) scaled again; in natural units alpha = exp((m - m_new) * scale *
+    log2(e)): above the right alpha where scale * log2(e) < 1, so the old terms weigh too much.
+    den_column_sums: l_i += tl.sum(p, 0), the column sums of p: it compiles only where
+    block_m == block_n (elsewhere this replay gives the right output). Row c's denominator gets
+    column c of every row of its block, the rows past N (q loaded as 0) included.
+    left_keys_twice: causal, the masked stage started at key 0 (lo2 = 0, not hi1): each key
+    left of the row block's diagonal block is added twice, by both stages.
+    p_old_max: p = exp2(s * qk_scale - m_i), shifted by the max before this block: on the first
+    block m_i = -inf and p = exp2(+inf) = inf, so every row is inf / inf or NaN.
     """
     import torch
 
@@ -185,10 +196,15 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     kp = torch.zeros((n_pad, k.shape[1]), dtype=torch.float64)
     vp = torch.zeros((n_pad, v.shape[1]), dtype=torch.float64)
     kp[:n], vp[:n] = k.double().cpu(), v.double().cpu()
-    s_all = (q.double().cpu() @ kp.T) * scale  # (N, n_pad)
-    rows = torch.arange(n)[:, None]
+    q64 = q.double().cpu()
+    column_sums = den_column_sums and block_m == block_n
+    if column_sums:  # the last row block's rows past N (q loaded as 0) join the column sums
+        q64 = torch.cat([q64, q64.new_zeros((-(-n // block_m) * block_m - n, q64.shape[1]))])
+    n_rows = q64.shape[0]
+    s_all = (q64 @ kp.T) * scale  # (n_rows, n_pad)
+    rows = torch.arange(n_rows)[:, None]
     cols = torch.arange(n_pad)[None, :]
-    visible = torch.ones((n, n_pad), dtype=torch.bool)
+    visible = torch.ones((n_rows, n_pad), dtype=torch.bool)
     if mask_keys and not diagonal_in_stage1:
         visible &= cols < (n if key_limit is None else key_limit)
     if causal and not (diagonal_unmasked or diagonal_in_stage1):
@@ -196,10 +212,12 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
         if diagonal_one_block:
             visible &= cols < (rows // block_m) * block_m + block_n
     s_all = s_all.masked_fill(~visible, -math.inf if mask_logit is None else mask_logit)
+    if causal and left_keys_twice:  # a key added twice weighs as one whose logit is log(2) more
+        s_all = s_all + math.log(2.0) * (cols < (rows // block_m) * block_m)
     row_end = (rows.squeeze(1) // block_m + 1) * block_m  # causal: last key a program visits
-    m = torch.full((n,), -math.inf, dtype=torch.float64)
-    den = torch.zeros(n, dtype=torch.float64)
-    acc = torch.zeros((n, v.shape[1]), dtype=torch.float64)
+    m = torch.full((n_rows,), -math.inf, dtype=torch.float64)
+    den = torch.zeros(n_rows, dtype=torch.float64)
+    acc = torch.zeros((n_rows, v.shape[1]), dtype=torch.float64)
     with torch.no_grad():
         for start in range(0, n_pad, block_n):
             if causal and diagonal_in_stage1:
@@ -207,15 +225,20 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             elif causal:
                 live = start < torch.minimum(row_end, torch.tensor(n))  # rows whose program visits
             else:
-                live = torch.ones(n, dtype=torch.bool)
+                live = torch.ones(n_rows, dtype=torch.bool)
             if not bool(live.any()):
                 break
             s = s_all[:, start:start + block_n]
             block_max = s.max(dim=1).values
             m_new = torch.maximum(m, block_max)
             # natural units: the same as exp2 in log2 units
-            p = torch.exp(s - m_new[:, None] * (scale * LOG2E if max_scaled_twice else 1.0))
-            alpha = torch.exp(m - (block_max if alpha_block_max else m_new))
+            shift = m if p_old_max else m_new * (scale * LOG2E if max_scaled_twice else 1.0)
+            p = torch.exp(s - shift[:, None])
+            alpha = torch.exp((m - (block_max if alpha_block_max else m_new))
+                              * (scale * LOG2E if alpha_scaled_twice else 1.0))
+            p_sum = p.sum(dim=1)
+            if column_sums:  # (block_m, block_n) tiles: sum each tile over its rows
+                p_sum = p.reshape(-1, block_m, block_n).sum(dim=1).reshape(-1)
             if acc_scaled_after_add:
                 acc_new = (acc + p @ vp[start:start + block_n]) * alpha[:, None]
             else:
@@ -224,13 +247,14 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             if acc_dtype is not None:
                 acc_new = acc_new.to(getattr(torch, acc_dtype)).double()
             if l_scaled_after_add:
-                den_new = (den + p.sum(dim=1)) * alpha
+                den_new = (den + p_sum) * alpha
             else:
-                den_new = (den * alpha if rescale_l else den) + p.sum(dim=1)
+                den_new = (den * alpha if rescale_l else den) + p_sum
             acc = torch.where(live[:, None], acc_new, acc)
             den = torch.where(live, den_new, den)
             if update_max:
                 m = torch.where(live, m_new, m)
+    acc, den = acc[:n], den[:n]
     if not divide:
         return acc
     if divide_by_column and v.shape[1] == block_m:
@@ -461,6 +485,16 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                 "scale belongs inside the exponent, softmax(Q K^T * scale) V",
                 lambda: scale_used * reference(q, k, v, causal=causal, scale=1.0)),
         scales(scale_mistakes),
+        # After the others: a replay that differs from the reference in a few elements only
+        # would match (99% agreement) other mistakes' outputs that are wrong there alone.
+        replay("alpha scaled twice: alpha = exp2((m_i - m_new) * qk_scale) multiplies a "
+               "difference of two running maxima, already scaled logits in log2 units, by "
+               "qk_scale again; alpha = exp2(m_i - m_new)", max_n=_REPLAY_MAX_N,
+               alpha_scaled_twice=True),
+        replay("denominator summed over the wrong axis: l_i += tl.sum(p, 0) adds the column "
+               "sums of p (the shapes agree only where BLOCK_M == BLOCK_N); each row's "
+               "denominator sums its own row: tl.sum(p, 1)", max_n=_REPLAY_MAX_N,
+               den_column_sums=True),
     ]
     if causal:
         hints.append(formula("causal mask not applied: the output equals non-causal attention",
@@ -480,14 +514,36 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                             "hi2 = min((start_m + 1) * BLOCK_M, N), not start_m * BLOCK_M + "
                             "BLOCK_N: later keys of the diagonal block were dropped",
                             diagonal_one_block=True))
+        hints.append(replay("the causal masked stage started at key 0: with lo2 = 0 it runs "
+                            "again over the keys left of the diagonal block, which stage 1 "
+                            "already added, so they count twice; stage 2 starts where stage 1 "
+                            "ends, lo2 = hi1 = start_m * BLOCK_M", max_n=_REPLAY_MAX_N,
+                            left_keys_twice=True))
+        # Non-causal, a dropped key scored 0 is the output of "keys past N unmasked" above.
+        hints.append(replay("masked scores set to 0, not -inf: a dropped key (after the row, "
+                            "or past N) scores 0 and adds exp2(0 - m) to the denominator (and "
+                            "its v row to the numerator); tl.where(keep, s, -float(\"inf\"))",
+                            max_n=_REPLAY_MAX_N, mask_logit=0.0))
     else:
         hints.append(formula("causal mask applied to a non-causal call",
                              lambda: reference(q, k, v, causal=True, scale=scale_used)))
     if not generic:
         return hints
+    # p shifted by the old max is NaN in every row on any input (p = exp2(+inf) on the first
+    # block), so its replay matches any output that is NaN nearly everywhere: the hint names
+    # the other mistakes that give that too. Not among the replays above: forward.extreme
+    # calls those alone for NaN outputs, where huge logits make other mistakes NaN everywhere.
+    old_max = replay("NaN in the output, in nearly every element, as from exp2(+inf) on the "
+                     "first key block, where m_i is still -inf: p shifted by the old running "
+                     "max (p = exp2(s * qk_scale - m_i) must be exp2(s * qk_scale - m_new), "
+                     "shifted by the max that includes this block), or alpha inverted "
+                     "(exp2(m_new - m_i) must be exp2(m_i - m_new)); or every score of every "
+                     "row set to -inf (exp2(-inf - -inf) = NaN)", max_n=_REPLAY_MAX_N,
+                     p_old_max=True)
     hints.append(lambda got, expected, bad: (
-        "NaN in the output: a row whose scores are all -inf gives exp2(-inf - -inf) = NaN "
-        "(every row must keep at least one key), or alpha overflowed (max not carried?)"
+        (old_max(got, expected, bad)
+         or "NaN in the output: a row whose scores are all -inf gives exp2(-inf - -inf) = NaN "
+            "(every row must keep at least one key), or alpha overflowed (max not carried?)")
         if bool((got.isnan() & ~expected.isnan()).any()) else None))
     hints.append(_tail_rows_hint(_block_candidates(impl, case, n, d, dtype, causal)[0][0], n,
                                  causal))

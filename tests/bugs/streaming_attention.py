@@ -310,3 +310,27 @@ BUGS += [
         replace="    if causal not in (True, False):\n", check="bad_calls",
         hint="refuse bad calls"),
 ]
+
+BUGS += [
+    # Found by the third learner audit (silent, or a misleading hint): alpha's difference of
+    # maxima (already log2 units) scaled again; the denominator summed over columns (it compiles
+    # where BLOCK_M == BLOCK_N); the causal masked stage started at key 0 (the keys left of the
+    # diagonal block count twice); p shifted by the old max (NaN everywhere); dropped keys scored
+    # 0 (causal: the keys after each row join in).
+    Bug("alpha_scaled_twice", find="alpha = tl.math.exp2(m_i - m_new)",
+        replace="alpha = tl.math.exp2((m_i - m_new) * qk_scale)", check="forward.values",
+        hint="alpha scaled twice"),
+    Bug("denominator_column_sums", find="l_i = l_i * alpha + tl.sum(p, 1)",
+        replace="l_i = l_i * alpha + tl.sum(p, 0)", check="forward.values",
+        hint="denominator summed over the wrong axis"),
+    Bug("causal_masked_stage_from_zero",
+        find="        lo2 = hi1\n        hi2 = tl.minimum((start_m + 1) * BLOCK_M, n_ctx)\n",
+        replace="        lo2 = 0\n        hi2 = tl.minimum((start_m + 1) * BLOCK_M, n_ctx)\n",
+        check="forward.values", hint="the causal masked stage started at key 0"),
+    Bug("p_shifted_by_old_max", find="p = tl.math.exp2(s * qk_scale - m_new[:, None])",
+        replace="p = tl.math.exp2(s * qk_scale - m_i[:, None])", check="forward.values",
+        hint="p shifted by the old running max"),
+    Bug("masked_scores_zero", find='s = tl.where(keep, s, -float("inf"))',
+        replace="s = tl.where(keep, s, 0.0)", check="forward.values",
+        hint="masked scores set to 0, not -inf"),
+]
