@@ -243,6 +243,30 @@ def diagnoses(x, dim: int):
         shape.append(shape.pop(d))
         return sim.reshape(shape).movedim(-1, d)
 
+    def sums_down_the_tile(got, expected, bad):
+        # Path A's one-block tile holds BLOCK_I rows: tl.sum(numerator, axis=0) sums down its
+        # columns, so element (i, r) is divided by the sum of exp(x - m) over the rows of i's
+        # tile at position r. Rows past the last are loaded as 0 (m = 0, each term 1), so each
+        # adds 1. BLOCK_I is the plan's choice: try each power of two (1 divides by itself).
+        rows = softmax_rows(x)
+        n_i, n_r = rows.shape
+        g = softmax_rows(got)
+        numerator = (rows - rows.amax(dim=1, keepdim=True)).exp()
+        block_i = 1
+        while block_i <= 256 and n_i > 0:
+            strips = -(-n_i // block_i)
+            padded = torch.ones((strips * block_i, n_r), dtype=torch.float64)
+            padded[:n_i] = numerator
+            sums = padded.reshape(strips, block_i, n_r).sum(dim=1)  # (strips, n_r)
+            model = numerator / sums.repeat_interleave(block_i, dim=0)[:n_i]
+            if not _close(model, softmax_rows(expected), *exact) and _close(g, model, rtol, atol):
+                return (f"row sum taken down the tile's columns: every element is divided by "
+                        f"the sum over the {block_i} rows of its program's tile at its position "
+                        f"(tl.sum(numerator, axis=0)), not by its own row's sum; a row's sum runs "
+                        f"along the row: tl.sum(numerator, axis=1)[:, None]")
+            block_i *= 2
+        return None
+
     def wrong_normalizer(got, expected, bad):
         ratio = _row_ratio(got, expected, d, rtol, tol.rtol)
         if ratio is None:
@@ -273,6 +297,7 @@ def diagnoses(x, dim: int):
                    differ=exact),
         output_with_input_strides,
         tail_not_masked,
+        sums_down_the_tile,
         _simulated("log2(s) inside the * LOG2E: the output matches exp(x - m) * s^(-log2 e), "
                    "what exp2((x - m - log2(s)) * LOG2E) computes (each softmax row off by "
                    "s^(1 - log2 e)); log2(s) is already a base-2 exponent, subtract it after "

@@ -192,3 +192,12 @@ BUGS += [
         replace="y = tl.exp2((x - m[None, :] - log2_s[None, :]) * LOG2E)",
         check="forward.paths", hint="log2(s) inside the * LOG2E"),
 ]
+
+BUGS += [
+    # The thirtieth session's third audit (silent): path A's row sum taken down the tile's
+    # columns, each element divided by the sum over its program's rows at its position.
+    Bug("row_sum_down_the_tile",
+        find="        y = numerator * (1.0 / tl.sum(numerator, axis=1))[:, None]  # one divide per row",
+        replace="        y = numerator * (1.0 / tl.sum(numerator, axis=0))[None, :]  # one divide per row",
+        check="forward.layouts", hint="row sum taken down the tile's columns"),
+]
