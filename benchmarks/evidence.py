@@ -35,6 +35,11 @@ from checks import catalog, loader, provenance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEED = 1234  # fixed, so a rerun tries the same inputs
+
+
+def zoo_seed() -> int:
+    """The zoo's seed: SEED, or BUGZOO_SEED (the CI zoo gives a fresh one each run)."""
+    return int(os.environ.get("BUGZOO_SEED") or SEED)
 BUG_TIMEOUT_S = 300  # one planted bug's check run on a GPU (a hung mutant must not stop the zoo)
 _TIMED_OUT = "the check run did not finish within"
 
@@ -189,7 +194,7 @@ def _zoo_payload(device, sources, rows, complete):
     header = provenance.header(device, "references + planted bugs",
                                list(dict.fromkeys(p for p in sources if p.is_file())))
     header = fix_git_commit(header)
-    header.update(kind="bugzoo", seed=SEED, complete=complete)
+    header.update(kind="bugzoo", seed=zoo_seed(), complete=complete)
     return {"header": header, "bugs": rows}
 
 
@@ -229,7 +234,7 @@ def _run_here(workshop, mutant, bug, device):
     """Under the interpreter: in this process (out-of-bounds accesses raise cleanly there)."""
     from checks import runner
 
-    the_run = runner.run([workshop], impl=str(mutant), device=device, seed=SEED, only=bug.check,
+    the_run = runner.run([workshop], impl=str(mutant), device=device, seed=zoo_seed(), only=bug.check,
                          stop_at_hint=bug.hint)
     return [r.to_json() for r in the_run.results], ""
 
@@ -243,7 +248,7 @@ def _run_fresh_process(workshop, mutant, bug, device, tmp):
         done = subprocess.run(
             [sys.executable, "-m", "checks", "run", workshop, "--impl", str(mutant),
              "--device", device, "--only", bug.check, "--stop-at-hint", bug.hint,
-             "--seed", str(SEED), "--json", str(out)],
+             "--seed", str(zoo_seed()), "--json", str(out)],
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=BUG_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return [], f"{_TIMED_OUT} {BUG_TIMEOUT_S} s"
