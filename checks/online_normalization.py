@@ -201,7 +201,9 @@ def _empty_input_hint(impl, fn_name: str, args, error) -> str:
     if fn_name == "from_values":
         row = args[0]
         if isinstance(row, np.ndarray) and row.dtype.kind == "f" and not np.isfinite(row).any():
-            return HINT_NO_MASS
+            # The identity() branch may be there and never taken: a maximum seeded with 0 is
+            # never -inf, and State(0.0, 0.0) is refused.
+            return _from_values_max_zero(impl) or HINT_NO_MASS
         return ""
     empty_state = any(_is_state(impl, a) and getattr(a, "s", None) == 0.0 for a in args)
     if fn_name == "log_sum_exp" and empty_state:
@@ -314,6 +316,53 @@ HINT_FAR_SIDE = ("far-below side dropped: merge(State(0, 1), State(-37, 1e12)) m
                  "State(0, 1 + 1e12 * exp(-37)) = State(0, 1.0000853...); every side counts, "
                  "however far below its maximum (exp of a very negative gap underflows to 0 "
                  "by itself, so no shortcut is needed)")
+HINT_MAX_ZERO_FROM_VALUES = (
+    "max seeded with 0: from_values([-1.0] * 5) must be State(-1.0, 5.0), but m = 0.0: a "
+    "maximum seeded with 0 (max(0.0, np.max(x))) lies above every value of an all-negative row, "
+    "so s falls below 1 (an impossible state), and an all -inf row never reaches the "
+    "identity() branch; m is the row's own maximum: m = float(np.max(x))")
+HINT_MAX_ZERO_MERGE = (
+    "max seeded with 0: merge(State(-1, 5), State(-2, 5)) must have m = max(a.m, b.m) = -1, "
+    "but m = 0.0: a merged maximum seeded with 0 (max(0.0, a.m, b.m)) lies above both sides "
+    "when every value is negative, so s falls below 1 (an impossible state); use "
+    "m = max(a.m, b.m), and start a running maximum from -inf, never from 0")
+HINT_SAME_FACTOR = (
+    "both sums rescaled with the same side's factor: merge(State(1, 2), State(0, 2)) must be "
+    "State(1, 2 + 2 * exp(-1)) in both orders, but one order gives s = 4 and the other "
+    "4 * exp(-1): each sum takes its own side's factor, a.s * exp(a.m - m) + "
+    "b.s * exp(b.m - m) (copy-paste: b.s * exp(a.m - m)?)")
+HINT_SUMS_LEFT_OUT = (
+    "a.s and b.s left out: merge(State(1, 3), State(0, 5)) must be State(1, 3 + 5 * exp(-1)), "
+    "but s = 1 + exp(-1), the two factors alone: each factor exp(own m - merged m) rescales "
+    "that side's sum, s = a.s * exp(a.m - m) + b.s * exp(b.m - m)")
+HINT_LSE_LOG1P = (
+    "log1p(s) is log(1 + s): log_sum_exp(State(2.0, 3.0)) must be 2 + ln(3) = 3.0986..., but it "
+    "is 2 + ln(1 + 3) = 3.3863... (off by exactly ln 2 for a single value, s = 1): return "
+    "m + math.log(s)")
+HINT_SOFTMAX_DIVIDE_INSIDE = (
+    "divided inside the exp: softmax([0, 1, 2, 3], from_values([0, 1, 2, 3])) must be "
+    "exp(x - m) / s = [0.0321, 0.0871, 0.2369, 0.6439], but it is exp((x - m) / s): "
+    "divide after the exp, np.exp(x - m) / s")
+HINT_SOFTMAX_SHIFT = (
+    "softmax without the max shift: softmax([1000.0, 999.0], State(1000.0, 1 + exp(-1))) must "
+    "be [0.7311, 0.2689], but exp(x) overflows (exp(x) / (s * exp(m)) is inf / inf = NaN; near "
+    "-1000 it is 0 / 0): return np.exp(x - m) / s, whose numerators are all in [0, 1]")
+
+
+def _from_values_max_zero(impl) -> str | None:
+    """HINT_MAX_ZERO_FROM_VALUES when from_values of an all-negative row has m = 0.0: the
+    maximum seeded with 0. Five values at -1 give s = 5 * exp(-1) >= 1 against m = 0, a state
+    the constructor accepts, so the wrong m comes back instead of an error."""
+    import numpy as np
+
+    try:
+        with strict(underflow=False):
+            got = impl.from_values(np.full(5, -1.0))
+    except Exception:  # noqa: BLE001 - learner code may raise anything
+        return None
+    if _is_state(impl, got) and got.m == 0.0:
+        return HINT_MAX_ZERO_FROM_VALUES
+    return None
 
 
 def _diagnose(impl) -> str | None:
@@ -370,6 +419,10 @@ def _first_mistake(impl) -> str | None:
             return HINT_NOT_STATE
         if isinstance(error, NAN_ERRORS) or (error is None and _bits(both) != _bits(empty)):
             return HINT_IDENTITY
+    # A maximum seeded with 0 also breaks the shift probes below (m = 0 for the row near
+    # -1000, whose terms then underflow to s = 0): name it first.
+    if getattr(impl, "from_values", None) is not None and _from_values_max_zero(impl):
+        return HINT_MAX_ZERO_FROM_VALUES
     # An arithmetic crash, a wrong maximum or a sum far off (inf, NaN, 0) is the missing shift;
     # a sum right to a few float32 ulps only is a sum taken in float32.
     imprecise = False
@@ -397,6 +450,9 @@ def _first_mistake(impl) -> str | None:
         for name, log in (("log2", math.log2), ("log10", math.log10)):
             if isinstance(got, float) and abs(got - (2.0 + log(3.0))) <= 1e-12:
                 return HINT_LSE_BASE.format(log=name)
+        # m + log1p(s) = m + log(1 + s): one more than the sum inside the log.
+        if isinstance(got, float) and abs(got - (2.0 + math.log1p(3.0))) <= 1e-12:
+            return HINT_LSE_LOG1P
         if isinstance(got, float) and abs(got - (2.0 + math.log(3.0))) <= 1e-12:
             for m in (-1000.0, 1000.0):
                 state = attempt(State, m, 1.0)
@@ -412,6 +468,13 @@ def _first_mistake(impl) -> str | None:
     for got in (forward, backward):
         if got is not None and _is_state(impl, got) and got.m != 1.0:
             return HINT_FIRST_MAX
+    # Two negative maxima: a merged maximum seeded with 0 says 0.0. The sums of 5 keep that
+    # wrong state valid (s = 5 * (exp(-1) + exp(-2)) >= 1), so it comes back instead of an error.
+    negative = (attempt(State, -1.0, 5.0), attempt(State, -2.0, 5.0))
+    if None not in negative:
+        for got in (attempt(impl.merge, *negative), attempt(impl.merge, *negative[::-1])):
+            if got is not None and _is_state(impl, got) and got.m == 0.0:
+                return HINT_MAX_ZERO_MERGE
     # Both m right (1). The sums are right as 1 + exp(-1); the flipped exponent exp(m - own m)
     # gives 1 + e, and no factor at all gives a.s + b.s = 2 in both orders (in one order only:
     # one side rescaled).
@@ -420,8 +483,26 @@ def _first_mistake(impl) -> str | None:
         return HINT_RESCALE_SIGN
     if len(sums) == 2 and all(abs(s - 2.0) < 1e-9 for s in sums):
         return HINT_NO_RESCALE
+    # Both sums with one side's factor (b.s * exp(a.m - m), copied from a's term): the order
+    # that puts the larger maximum first gives a.s + b.s = 4, the other (a.s + b.s) * exp(-1).
+    # Sums of 2, not 1: with 1 the second would be 2/e < 1, a state the constructor refuses.
+    two = (attempt(State, 1.0, 2.0), attempt(State, 0.0, 2.0))
+    if None not in two:
+        got = [attempt(impl.merge, *two), attempt(impl.merge, *two[::-1])]
+        pair = sorted(g.s for g in got if g is not None and _is_state(impl, g) and g.m == 1.0)
+        if (len(pair) == 2 and abs(pair[0] - 4.0 * math.exp(-1.0)) < 1e-9
+                and abs(pair[1] - 4.0) < 1e-9):
+            return HINT_SAME_FACTOR
     if any(abs(s - 2.0) < 1e-9 for s in sums):
         return HINT_ONE_SIDE
+    # The factors added without the sums they rescale: right when both sums are 1 (the probe
+    # above), so sums of 3 and 5 here; s = exp(0) + exp(-1) whatever the sums are.
+    uneven = (attempt(State, 1.0, 3.0), attempt(State, 0.0, 5.0))
+    if None not in uneven:
+        for got in (attempt(impl.merge, *uneven), attempt(impl.merge, *uneven[::-1])):
+            if got is not None and _is_state(impl, got) and got.m == 1.0 \
+                    and abs(got.s - e1) < 1e-9:
+                return HINT_SUMS_LEFT_OUT
     rng = np.random.default_rng(0)
     for _ in range(50):
         a = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
@@ -439,8 +520,32 @@ def _first_mistake(impl) -> str | None:
             if got is not None and _is_state(impl, got) and got.m == 0.0 \
                     and abs(got.s - want) > 1e-9 * want:
                 return HINT_FAR_SIDE
+    # softmax in the unshifted form exp(x) / (s * exp(m)): right for moderate values only.
+    if getattr(impl, "softmax", None) is not None:
+        truth = np.array([1.0, math.exp(-1.0)]) / e1
+        moderate = attempt(impl.softmax, np.array([1.0, 0.0]), attempt(State, 1.0, e1))
+        if (isinstance(moderate, np.ndarray) and moderate.shape == (2,)
+                and bool(np.allclose(moderate, truth, rtol=1e-12, atol=0.0))):
+            for m in (1000.0, -1000.0):
+                state = attempt(State, m, e1)
+                if state is None:
+                    continue
+                got, error = run(impl.softmax, np.array([m, m - 1.0]), state)
+                if error is not None and not isinstance(error, NAN_ERRORS):
+                    continue  # a crash of another kind: not this mistake
+                if error is not None or not (
+                        isinstance(got, np.ndarray) and got.shape == (2,)
+                        and bool(np.allclose(got, truth, rtol=1e-9, atol=0.0))):
+                    return HINT_SOFTMAX_SHIFT
     # softmax of a chunk with the whole row's state: the row's m and s, not the chunk's own.
     whole = attempt(State, 3.0, sum(math.exp(-k) for k in range(4)))
+    if whole is not None and getattr(impl, "softmax", None) is not None:
+        # exp((x - m) / s): the division moved inside the exp.
+        got = attempt(impl.softmax, np.array([0.0, 1.0, 2.0, 3.0]), whole)
+        inside = np.exp((np.array([0.0, 1.0, 2.0, 3.0]) - 3.0) / whole.s)
+        if (isinstance(got, np.ndarray) and got.shape == (4,)
+                and bool(np.allclose(got, inside, rtol=1e-12, atol=0.0))):
+            return HINT_SOFTMAX_DIVIDE_INSIDE
     if whole is not None and getattr(impl, "softmax", None) is not None:
         full = attempt(impl.softmax, np.array([0.0, 1.0, 2.0, 3.0]), whole)
         part = attempt(impl.softmax, np.array([0.0, 1.0]), whole)

@@ -170,3 +170,38 @@ BUGS += [
         replace="        return np.full_like(x, 1.0 / max(x.size, 1))\n",
         check="softmax.high_precision", hint="the empty state's softmax is zeros, not uniform"),
 ]
+
+BUGS += [
+    # Found by the fourth-round learner audit (each got no hint, another mistake's or a generic
+    # one): the maximum seeded with 0 in merge (an all-negative pair merges to m = 0.0)...
+    Bug("merge_max_seeded_zero", find="m = max(a.m, b.m)", replace="m = max(0.0, a.m, b.m)",
+        check="merge.commutative", hint="max seeded with 0: merge("),
+    # ...and in from_values (m is never -inf, so the all -inf branch is there but never taken)...
+    Bug("from_values_max_seeded_zero", find="m = float(np.max(x))",
+        replace="m = max(0.0, float(np.max(x)))", check="identity.laws",
+        hint="max seeded with 0: from_values("),
+    # ...merge adding the factors without the sums they rescale...
+    Bug("merge_factors_without_sums",
+        find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
+        replace="s = math.exp(a.m - m) + math.exp(b.m - m)",
+        check="merge.far_apart", hint="a.s and b.s left out"),
+    # ...softmax unshifted, exp(x) / (s * exp(m)): inf / inf near 1000, 0 / 0 near -1000...
+    Bug("softmax_unshifted",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp(x) / (state.s * np.exp(state.m))\n",
+        check="softmax.high_precision", hint="softmax without the max shift"),
+    # ...softmax dividing inside the exp...
+    Bug("softmax_divide_inside_exp",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp((x - state.m) / state.s)\n",
+        check="softmax.high_precision", hint="divided inside the exp"),
+    # ...log1p(s) taken for log(s) (off by exactly ln 2 for a single value)...
+    Bug("log_sum_exp_log1p", find="    return state.m + math.log(state.s)\n",
+        replace="    return state.m + math.log1p(state.s)\n",
+        check="log_sum_exp.high_precision", hint="log1p(s) is log(1 + s)"),
+    # ...and b's sum rescaled with a's factor (a copy-paste of the first term).
+    Bug("merge_b_factor_uses_a",
+        find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
+        replace="s = a.s * math.exp(a.m - m) + b.s * math.exp(a.m - m)",
+        check="merge.commutative", hint="both sums rescaled with the same side's factor"),
+]
