@@ -123,8 +123,15 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
 
     def missing_dot(got, exp, bad):
         if _close(got, y64 * dy64, rtol, atol):
+            n = y.shape[d]
+            # On wide rows <dy, y> / n is nearly 0: a dot divided by the width looks the same.
+            mean = y64 * (dy64 - (dy64 * y64).sum(d, keepdim=True) / n)
+            also = (f" (or <dy, y> divided by the width {n}: on rows this wide that gives "
+                    "y * dy as well; <dy, y> is a sum, not a mean)"
+                    if n > 1 and _close(got, mean, rtol, atol) else "")
             return ("missing the - <dy, y> term: the result equals y * dy; subtract each row's "
-                    "dot product <dy, y> from dy before multiplying by y (J = diag(y) - y y^T)")
+                    "dot product <dy, y> from dy before multiplying by y (J = diag(y) - y y^T)"
+                    + also)
         return None
 
     def sign_flipped(got, exp, bad):
@@ -135,19 +142,13 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
                     "formula is y * (dy - <dy, y>)")
         return None
 
-    def swapped_or_dot_without_y(got, exp, bad):
-        rows_dot = (dy64 * y64).sum(d, keepdim=True)
-        if _close(got, dy64 * (y64 - rows_dot), rtol, atol) \
-                and not _close(exp, dy64 * (y64 - rows_dot), rtol, atol):
-            return ("y and dy swapped: the result equals dy * (y - <dy, y>); the formula is "
-                    "y * (dy - <dy, y>) (or the two were passed to the kernel in each other's "
-                    "place)")
-        sum_dy = dy64.sum(d, keepdim=True)
-        if _close(got, y64 * (dy64 - sum_dy), rtol, atol) \
-                and not _close(exp, y64 * (dy64 - sum_dy), rtol, atol):
-            return ("the dot product left out y: the result equals y * (dy - sum(dy)); each "
-                    "row's <dy, y> is tl.sum(dy * y, axis=1)")
-        return None
+    def formula_slip(got, exp, bad):
+        # On a row of one element y = 1 and dx = 0: y and dy swapped and <dy, dy> for <dy, y>
+        # both give dy - dy^2 there, and other slips give the right 0. Only a wider row tells
+        # them apart (_one_element_probe asks the learner's function for one).
+        if y.shape[d] < 2:
+            return None
+        return _formula_slip(got, exp, y64, dy64, d, rtol, atol)
 
     def misplaced_parenthesis(got, exp, bad):
         rows = (dy64 * y64).sum(d, keepdim=True)
@@ -193,7 +194,8 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
         if _close(got, _vjp64(y64, dy64, 1 - d), rtol, atol):
             return (f"reduction over the wrong dimension: the result is the VJP with <dy, y> "
                     f"summed over dim {1 - d} instead of dim {d} (for dim=0 the kernel must "
-                    "see transposed views of y, dy and dx)")
+                    "see transposed views of y, dy and dx; dim arrives normalised to 0 or 1, "
+                    "so compare it with 0 or 1, never with -1)")
         return None
 
     def dy_strides(got, exp, bad):
@@ -253,10 +255,93 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     # The one tile width that a `2 * BLOCK_N >= n_cols` slip would run in one pass: the
     # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
-    return [missing_dot, sign_flipped, swapped_or_dot_without_y, misplaced_parenthesis,
+    return [missing_dot, sign_flipped, formula_slip, misplaced_parenthesis,
             dot_over_row_block, wrong_dim, *extra,
             _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot, dot_of_one_tile,
             dy_strides, ragged_tail]
+
+
+def _slip_models(y64, dy64, d: int):
+    """(what the mistake outputs, its hint) for slips in the formula y * (dy - <dy, y>), each
+    replayed in float64 on the kernel's exact inputs; rows run along dimension d."""
+    n = y64.shape[d]
+    dot = (dy64 * y64).sum(d, keepdim=True)
+    return [
+        (dy64 * (y64 - dot),
+         "y and dy swapped: the result equals dy * (y - <dy, y>); the formula is "
+         "y * (dy - <dy, y>) (or the two were passed to the kernel in each other's place)"),
+        (y64 * (dy64 - dy64.sum(d, keepdim=True)),
+         "the dot product left out y: the result equals y * (dy - sum(dy)); each "
+         "row's <dy, y> is tl.sum(dy * y, axis=1)"),
+        (dy64 - dot,
+         "the factor y left out: the result equals dy - <dy, y>; multiply by y after "
+         "subtracting, dx = y * (dy - <dy, y>) (J^T dy = y * dy - y <y, dy>)"),
+        (y64 * (dy64 - dot / n),
+         f"<dy, y> divided by the width (a mean, not a sum): the result equals "
+         f"y * (dy - <dy, y> / {n}); each row's <dy, y> is tl.sum(dy * y, axis=1), "
+         "not divided by n_cols"),
+        (y64 * (dy64 - (dy64 * dy64).sum(d, keepdim=True)),
+         "<dy, dy> for <dy, y>: the result equals y * (dy - <dy, dy>), the dot product of dy "
+         "with itself; each row's dot is tl.sum(dy * y, axis=1)"),
+        (y64 * (dy64 - (y64 * y64).sum(d, keepdim=True)),
+         "<y, y> for <dy, y>: the result equals y * (dy - <y, y>), the dot product of y "
+         "with itself; each row's dot is tl.sum(dy * y, axis=1)"),
+    ]
+
+
+def _slips_fitting(got, exp, y64, dy64, d: int, rtol, atol) -> list[tuple[int, str]]:
+    """(index, hint) of the slips in _slip_models whose output `got` equals (and the right
+    answer `exp` does not)."""
+    return [(i, hint) for i, (model, hint) in enumerate(_slip_models(y64, dy64, d))
+            if _close(got, model, rtol, atol) and not _close(exp, model, rtol, atol)]
+
+
+def _formula_slip(got, exp, y64, dy64, d: int, rtol, atol):
+    """The hint of the first slip that fits. Meant for rows of at least two elements: on one,
+    y = 1 and several slips coincide with each other or with the right answer."""
+    fitting = _slips_fitting(got, exp, y64, dy64, d, rtol, atol)
+    return fitting[0][1] if fitting else None
+
+
+def _one_element_probe(impl, y, dy, dim, rtol, atol):
+    """Diagnosis for rows of one element (y = 1, dx = 0), where y and dy swapped and <dy, dy>
+    for <dy, y> both output dy - dy^2: ask the learner's function for a (2, 6) problem in the
+    same dtype and device and name the slip whose output it gives there too."""
+    d = dim % 2
+
+    def diagnose(got, exp, bad):
+        import torch
+
+        if y.shape[d] != 1 or y.numel() == 0:
+            return None
+        y64, dy64 = y.detach().cpu().double(), dy.detach().cpu().double()
+        # The slip must explain this case as well (here every candidate gives 0 or dy - dy^2).
+        here = {i for i, _ in _slips_fitting(got, exp, y64, dy64, d, rtol, atol)}
+        if not here:
+            return None
+        # A fixed, well-spread problem: logits and dy that no slip maps onto the right answer.
+        k = torch.arange(12, dtype=torch.float64).reshape(2, 6)
+        x2 = torch.sin(1.7 * k + 0.3) * 2.0
+        y2 = x2.softmax(-1).to(y.dtype).to(y.device)
+        dy2 = torch.cos(2.3 * k + 0.5).to(y.dtype).to(y.device)
+        try:
+            with torch.no_grad():
+                probe = impl.softmax_backward(y2, dy2, -1)
+        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+            return None
+        if not hasattr(probe, "shape") or tuple(probe.shape) != (2, 6):
+            return None
+        p64, y2_64, dy2_64 = (t.detach().cpu().double() for t in (probe, y2, dy2))
+        exp2 = _vjp64(y2_64, dy2_64, 1)
+        tol2 = _atol(y2, dy2, -1, exp2)
+        there = [(i, hint) for i, hint in _slips_fitting(p64, exp2, y2_64, dy2_64, 1, rtol, tol2)
+                 if i in here]
+        if not there:
+            return None
+        return (there[0][1] + " (on a row of one element y = 1 and dx must be 0; this was told apart "
+                "on a (2, 6) problem, where softmax_backward gives the same slip)")
+
+    return diagnose
 
 
 def _fits(strides, shape, n: int, offset: int = 0) -> bool:
@@ -266,24 +351,51 @@ def _fits(strides, shape, n: int, offset: int = 0) -> bool:
     return offset + sum((size - 1) * st for size, st in zip(shape, strides)) < n
 
 
+def _dim0_probe_right(impl, y, dy, dim, expected, rtol, atol) -> bool:
+    """dim is 0 and softmax_backward(y.t(), dy.t(), dim=-1).t() is right for these inputs."""
+    if dim % 2 != 0:
+        return False
+    try:
+        import torch
+
+        with torch.no_grad():
+            probe = impl.softmax_backward(y.t(), dy.t(), -1)
+    except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+        return False
+    if not hasattr(probe, "shape") or tuple(probe.shape) != tuple(y.shape[::-1]):
+        return False
+    return _close(probe.detach().double().cpu().t(), expected, rtol / 4, atol / 4)
+
+
+def _dim0_wrote_a_copy(impl, y, dy, dim, expected, rtol, atol):
+    """A diagnosis for dim=0 when not one element of the returned dx was written (the values
+    are the fill of fresh memory, so it is marked not_from_values) while the same problem as
+    dim=-1 on transposed views is right: the kernel wrote some other tensor, typically the
+    copy that .contiguous() (or .clone()) makes of the transposed dx."""
+    from checks.compare import not_from_values
+
+    def diagnose(got, exp, bad):
+        if dim % 2 != 0 or got.numel() == 0 or not bool(bad.all()) \
+                or not bool(got.isnan().all()):
+            return None
+        if not _dim0_probe_right(impl, y, dy, dim, expected, rtol, atol):
+            return None
+        return ("dx for dim=0 written into a copy: no element of the dx returned for dim=0 was "
+                "written, yet softmax_backward(y.t(), dy.t(), dim=-1).t() is right; "
+                ".t().contiguous() (or .clone(), or a new tensor) is not dx, so the kernel "
+                "wrote that copy and the dx you return stayed empty: hand the kernel the views "
+                "y.t(), dy.t(), dx.t() themselves (it takes strides, nothing needs copying)")
+
+    return not_from_values(diagnose)
+
+
 def _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol):
     """A diagnosis for dim=0: softmax_backward(y.t(), dy.t(), dim=-1) is the same problem with
     the same strides, so when it is right and the dim=0 call is not, the mistake is in how the
     launcher sets up dim=0 (a tensor not transposed with the others), not in the kernel."""
 
     def diagnose(got=None, exp=None, bad=None):
-        if dim % 2 != 0:
-            return None
-        try:
-            import torch
-
-            with torch.no_grad():
-                probe = impl.softmax_backward(y.t(), dy.t(), -1)
-        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
-            return None
-        if not hasattr(probe, "shape") or tuple(probe.shape) != tuple(y.shape[::-1]):
-            return None
-        if not _close(probe.detach().double().cpu().t(), expected, rtol / 4, atol / 4):
+        if not _dim0_probe_right(impl, y, dy, dim, expected, rtol, atol):
             return None
         return ("dim=0 set up wrong: softmax_backward(y.t(), dy.t(), dim=-1).t() is right "
                 "for these inputs but softmax_backward(y, dy, dim=0) is not; for dim=0 hand "
@@ -331,9 +443,11 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
     ctx.assert_close(out, expected, rtol=rtol, atol=atol,
                      name=name or f"softmax_backward(y, dy, dim={dim})",
                      diagnose=[*([] if knobs else
-                                 [_dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol)]),
+                                 [_dim0_wrote_a_copy(impl, y, dy, dim, expected, rtol, atol),
+                                  _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol)]),
                                *_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda",
-                                           extra=extra)])
+                                           extra=[_one_element_probe(impl, y, dy, dim, rtol,
+                                                                     atol), *extra])])
     # Every tile shape gives the same dx: only the launch record shows a knob that did nothing.
     _knobs_ignored(launched, dim, knobs)
     return out
@@ -541,6 +655,15 @@ def backward_default_dim(ctx, impl, case):
 
     def over_dim0(got, exp, bad):
         if _close(got, _vjp64(y, dy, 0), tol.rtol, atol):
+            try:  # dim=-1 given explicitly reduces over dim 0 too: the default is not to blame
+                import torch
+
+                with torch.no_grad():
+                    explicit = impl.softmax_backward(y, dy, -1)
+                if _close(explicit.detach().cpu().double(), _vjp64(y, dy, 0), tol.rtol, atol):
+                    return None
+            except Exception:  # noqa: BLE001 - learner code may raise anything
+                pass
             return ("default dim must be -1 (the last dimension): softmax_backward(y, dy) "
                     "without dim reduced over dim 0; declare the parameter as dim: int = -1")
         return None

@@ -151,3 +151,35 @@ BUGS += [
                 "            dx = y * (dot[:, None] - dy)",
         check="backward.values", hint="sign flipped"),
 ]
+
+BUGS += [
+    # Found by the fourth-round learner audit (B2, B7: silent): the factor y left out of dx,
+    # dx = dy - <dy, y>, in the one-pass branch...
+    Bug("dx_without_y_factor",
+        find="        dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row\n"
+             "        dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)\n",
+        replace="        dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row\n"
+                "        dx = dy - dot[:, None]  # (BLOCK_M, BLOCK_N)\n",
+        check="backward.values", hint="the factor y left out"),
+    # ...and in the looped path's pass 2 (rows wider than BLOCK_N only).
+    Bug("loop_pass2_without_y_factor",
+        find="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+             "            dx = y * (dy - dot[:, None])",
+        replace="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+                "            dx = dy - dot[:, None]",
+        check="backward.values", hint="the factor y left out"),
+    # B1 (silent): <dy, y> divided by the width, a mean instead of a sum.
+    Bug("dot_as_mean", find="dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row",
+        replace="dot = tl.sum(dy * y, axis=1) / n_cols  # (BLOCK_M,) one dot product per row",
+        check="backward.values", hint="<dy, y> divided by the width"),
+    # B6 (misleading on a 1x1 row, where y = 1 and y/dy swapped gives the same dy - dy^2):
+    # <dy, dy> for <dy, y>.
+    Bug("dot_dy_dy", find="dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row",
+        replace="dot = tl.sum(dy * dy, axis=1)  # (BLOCK_M,) one dot product per row",
+        check="backward.values", hint="<dy, dy> for <dy, y>"),
+    # B4 (only "output never written"): for dim=0 the views copied with .contiguous(), so the
+    # kernel writes a copy of dx and the returned dx stays empty.
+    Bug("dim0_contiguous_copies", find="        y, dy, dx = y.t(), dy.t(), dx.t()\n",
+        replace="        y, dy, dx = y.t().contiguous(), dy.t().contiguous(), dx.t().contiguous()\n",
+        check="backward.layouts", hint="dx for dim=0 written into a copy"),
+]
