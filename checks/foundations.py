@@ -45,6 +45,7 @@ def add_values(ctx, impl, case):
     expected = x.double().cpu() + y.double().cpu()
     ctx.assert_close(out, expected, name=f"add(x, y) of shape {tuple(shape)}",
                      diagnose=[_first_rows_only(x), _grid_too_small(case.block),
+                               _one_load_first_block(x, y, case.block),
                                _first_block_only(case.block), _one_operand_twice(x, y)])
     # Right values do not show that block reached the kernel (any BLOCK adds correctly).
     _knobs_ignored(launched, "add(x, y)", dict(block=case.block))
@@ -345,14 +346,20 @@ def _rounded_through_fp16(x):
     return diagnose
 
 
-def _softmax_diagnoses(width: int, x=None):
+def _softmax_diagnoses(width: int, x=None, impl=None, launched=None):
     # One block spans the whole row (the next power of two), so the padded lanes are never
     # stored: an unmasked tail shows as a wrong denominator on every column, not as wrong
     # last columns.
     block = 1 << max(width - 1, 0).bit_length()
+    probe = _probe(impl, x) if impl is not None and x is not None else None
     return [
+        *([_rows_stored_to_row_zero(x, launched)] if launched is not None else []),
+        *([_shift_sign_flipped(x, probe),
+           _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS))]
+          if probe is not None else []),
         *([_row_offset_without_stride(x), _denominator_sums_z(x, block),
-           _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x)]
+           _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x),
+           _multiplied_by_sum(x)]
           if x is not None else []),
         # Padded lanes can only add to the denominator: the rows come out too small.
         lambda g, e, bad: ("tail not masked: padded lanes were loaded as 0 (or garbage) instead "
@@ -385,7 +392,7 @@ def row_softmax_values(ctx, impl, case):
             exc.hint = EMPTY_HINT
         raise
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)",
-                     diagnose=_softmax_diagnoses(case.shape[1], x))
+                     diagnose=_softmax_diagnoses(case.shape[1], x, impl, launched))
     _knobs_ignored(launched, "row_softmax(x)", knobs)
 
 
@@ -410,17 +417,23 @@ def row_softmax_extreme(ctx, impl, case):
         x = x.to(getattr(torch, case.dtype))
     else:
         x = torch.full(case.shape, 3.25, dtype=getattr(torch, case.dtype), device=ctx.torch_device)
-    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+    with launches.recording() as launched:
+        out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
     # exp overflows float32 past 88.7: only then can a missing shift make inf / inf = NaN.
     huge = float(x.double().amax()) > 88.0
     block = 1 << max(case.shape[1] - 1, 0).bit_length()
+    probe = _probe(impl, x)
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
+        _rows_stored_to_row_zero(x, launched),
+        _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
+        _shift_sign_flipped(x, probe, model_required=False),
         _denominator_sums_z(x, block),
         _finite_tail_sentinel(x),
         _max_taken_as_zero(x),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
                            if huge and bool(g.isnan().any() | g.isinf().any()) else None),
-        _rounded_through_fp16(x)])
+        _rounded_through_fp16(x),
+        _multiplied_by_sum(x)])
 
 
 def _max_taken_as_zero(x):
@@ -448,8 +461,10 @@ def _max_taken_as_zero(x):
           doc="two calls of one shape: the first output keeps its values (no cached buffer)")
 def row_softmax_fresh_output(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
-    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
-    ctx.assert_close(out, _softmax64(x), name="row_softmax(x), first call")
+    with launches.recording() as launched:
+        out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+    ctx.assert_close(out, _softmax64(x), name="row_softmax(x), first call",
+                     diagnose=_softmax_diagnoses(case.shape[1], x, impl, launched))
     x2 = ctx.randn(case.shape, case.dtype, scale=3.0)
     out2 = ctx.call(impl.row_softmax, x2, expect_shape=case.shape, expect_dtype=case.dtype)
     ctx.assert_close(out2, _softmax64(x2), name="row_softmax(x2), second call")
@@ -463,8 +478,25 @@ def row_softmax_fresh_output(ctx, impl, case):
 def rows_sum_to_one(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=2.0)
     out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
-    ctx.assert_rows_sum_to_one(out, -1, case.dtype,
-                               hint="the denominator must be the sum over the real columns")
+    try:
+        ctx.assert_rows_sum_to_one(out, -1, case.dtype,
+                                   hint="the denominator must be the sum over the real columns")
+    except CheckFailed as exc:
+        # A mistake whose output the values check names: the same name here.
+        from checks.compare import agrees, tolerance_for
+
+        got, expected = out.detach().to("cpu", ctx.torch.float64), _softmax64(x)
+        tol = tolerance_for(x.dtype)
+        bad = ~agrees(got, expected, tol.rtol, tol.atol)
+        probe = _probe(impl, x)
+        for diagnosis in (_shift_sign_flipped(x, probe),
+                          _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
+                          _multiplied_by_sum(x)):
+            hint = diagnosis(got, expected, bad)
+            if hint:
+                exc.hint = hint
+                break
+        raise
 
 
 @register(W, "bad_calls", tier="kernel", uses=("add", "row_softmax"),
@@ -645,3 +677,216 @@ def _int64_row_softmax(ctx, impl, overflow):
                          diagnose=[always(overflow)])
     del x, out
     torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnoses from the fourth learner audit (its F1-F3, F5-F7)
+# ---------------------------------------------------------------------------------------------
+# Rows of moderate, distinct values, exact in every dtype: the probes below hand them to the
+# learner's row_softmax, a power-of-two width (no padded lane) and a ragged one (one padded
+# lane), so that a mistake that only shows on padded lanes (the tail) can be told from one in
+# the formula, and either from an overflow on extreme logits.
+_PROBE_ROWS = [[0.0, 1.0, 2.0, 3.0], [2.0, -1.0, 0.5, -0.25]]
+_RAGGED_PROBE_ROWS = [[0.0, 1.0, 2.0], [2.0, -1.0, 0.5]]
+
+
+def _probe(impl, x, rows=_PROBE_ROWS):
+    """A memo: the learner's row_softmax of `rows` (x's dtype and device) as float64 on the
+    CPU, with the probe's input; None when the call raises or returns something else (a
+    diagnosis then stays silent: the failure being diagnosed stands either way)."""
+    memo = []
+
+    def probe():
+        if not memo:
+            import torch
+
+            p64 = torch.tensor(rows, dtype=torch.float64)
+            p = p64.to(device=x.device, dtype=x.dtype)
+            result = None
+            try:
+                out = impl.row_softmax(p)
+                if hasattr(out, "shape") and tuple(out.shape) == tuple(p.shape):
+                    result = (p.double().cpu(), out.detach().to("cpu", torch.float64))
+            except Exception:  # noqa: BLE001 - learner code may fail any way: no diagnosis
+                result = None
+            memo.append(result)
+        return memo[0]
+
+    return probe
+
+
+def _ragged(x) -> bool:
+    width = x.shape[-1]
+    return width != 1 << max(width - 1, 0).bit_length()
+
+
+def _shift_sign_flipped(x, probe, *, model_required: bool = True):
+    """Diagnosis: z = max - x instead of x - max. A row without padding gives exp(max - x) /
+    sum = softmax(-x); on a ragged row the padded lanes' max - (-inf) = +inf make the sum inf
+    and every stored output 0. A ragged case alone models as all zeros, which other mistakes
+    give too: the power-of-two probe must then come out as softmax(-p). `model_required`
+    False (extreme logits, where exp(max - x) overflows and the model says little): the probe
+    alone names it."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        tol = tolerance_for(x.dtype)
+        x64 = x.detach().cpu().double()
+        ragged = _ragged(x)
+        if model_required:
+            model = torch.zeros_like(x64) if ragged else (-x64).softmax(dim=-1)
+            if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                    or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+                return None
+            if not ragged:
+                return _SIGN_HINT
+        seen = probe()
+        if seen is None:
+            return None
+        p, out = seen
+        flipped = (-p).softmax(dim=-1)
+        if (bool(agrees(out, flipped, tol.rtol, tol.atol).all())
+                and not bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
+            return _SIGN_HINT
+        return None
+
+    return diagnose
+
+
+_SIGN_HINT = ("shift sign flipped: z = max - x, not x - max: a row without padding comes out "
+              "as softmax(-x), and on a row whose width is not a power of two the padded "
+              "lanes' max - (-inf) = +inf make the sum inf and every output 0; subtract the "
+              "max from x: z = x - tl.max(x, axis=0)")
+
+
+def _tail_padded_plus_inf(x, probe, ragged_probe):
+    """Diagnosis: the padded lanes loaded with +inf (a sign slip of -inf): they win the max,
+    x - inf = -inf and inf - inf = NaN, so every row with padding (a width that is not a power
+    of two) is all NaN, while a power-of-two row (the probe) comes out right. A ragged probe of
+    moderate values must be NaN too: extreme logits without the max shift are NaN on every
+    width, and the small power-of-two probe cannot tell that apart."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        if not _ragged(x):
+            return None
+        nan_rows = got.isnan().all(dim=-1) & expected.isfinite().all(dim=-1)
+        if not bool(nan_rows.any()) or not bool((got.isnan().all(dim=-1) | ~bad.any(dim=-1)).all()):
+            return None
+        seen = probe()
+        if seen is None:
+            return None
+        p, out = seen
+        tol = tolerance_for(x.dtype)
+        if not bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all()):
+            return None
+        seen = ragged_probe()
+        if seen is None or not bool(seen[1].isnan().all()):
+            return None
+        width = x.shape[-1]
+        block = 1 << max(width - 1, 0).bit_length()
+        return (f"tail padded with +inf (or NaN): every row of {width} columns (padded to "
+                f"{block} lanes) is NaN, while a row of 4 columns (no padding) comes out right; "
+                "+inf padded lanes win the max, x - inf = -inf and inf - inf = NaN. The padding "
+                "must be -inf, so that it never wins the max: other=-float(\"inf\")")
+
+    return diagnose
+
+
+def _rows_stored_to_row_zero(x, launched):
+    """Diagnosis: row 0 written, every later row never written (the NaN fill), although the
+    launch had a program for every row: every program stored to row 0. Row 0 holding another
+    row's softmax (the last program to store there) is the store address without the row
+    offset; row 0 right is every program computing row 0 (a row index that is 0 everywhere,
+    tl.program_id(1) of a 1-D grid), or a store without the row offset whose last writer
+    happened to be program 0."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        n_rows = x.shape[0]
+        if n_rows < 2 or x.shape[-1] < 1:
+            return None
+        if not (bool(got[1:].isnan().all()) and bool(expected[1:].isfinite().all())
+                and bool(got[0].isfinite().all())):
+            return None
+        grids = [launch.grid for launch in launched if launch.grid]
+        if not grids or max(grid[0] for grid in grids) < n_rows:
+            return None  # the grid stops short: the "never written" hint names that
+        tol = tolerance_for(x.dtype)
+        sm = x.detach().cpu().double().softmax(dim=-1)
+        rows = agrees(got[0][None, :], sm, tol.rtol, tol.atol).all(dim=-1).nonzero()
+        rows = [int(r) for r in rows.reshape(-1)]
+        programs = max(grid[0] for grid in grids)
+        if rows and rows[0] == 0:
+            # (a store without the row offset leaves this too when program 0 stores last, or
+            # when every row has the same softmax)
+            return (f"every program wrote row 0: row 0 is right but rows 1..{n_rows - 1} are "
+                    f"never written, although {programs} programs ran; the row index is 0 in "
+                    "every program: take it from tl.program_id(0) (the grid is 1-D, so "
+                    "tl.program_id(1) is always 0), and store at out_ptr + row * stride_om + "
+                    "cols (not out_ptr + cols)")
+        # Row 0 wrong: on a GPU the programs race to store there, and its elements may come
+        # from several rows.
+        held = (f"the softmax of row {rows[0]} (the last program to store there)" if rows
+                else "other rows' values (the programs that stored there last)")
+        return (f"store address without the row offset: row 0 holds {held} and rows "
+                f"1..{n_rows - 1} are never written, although {programs} programs ran: every "
+                "program stored its row at out_ptr + cols; store at out_ptr + row * stride_om "
+                "+ cols")
+
+    return not_from_values(diagnose)
+
+
+def _multiplied_by_sum(x):
+    """Diagnosis: y = numerator * denominator: the output is exp(x - max) * sum, off from the
+    softmax by sum^2 per row (rounded to x's dtype, where a wide row may overflow)."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        x64 = x.detach().cpu().double()
+        numerator = torch.exp(x64 - x64.amax(dim=-1, keepdim=True))
+        model = (numerator * numerator.sum(dim=-1, keepdim=True)).to(x.dtype).double()
+        tol = tolerance_for(x.dtype)
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        return ("multiplied by the sum instead of dividing: the output matches exp(x - max) * "
+                "sum, off from the softmax by sum^2 in every row; divide: y = numerator / "
+                "denominator")
+
+    return diagnose
+
+
+def _one_load_first_block(x, y, block: int):
+    """Diagnosis: one operand's load ignores the program id: the output is x + y[k % BLOCK]
+    (every program added block 0 of y), or the same with x."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        n = x.numel()
+        if n <= block:
+            return None
+        tol = tolerance_for(x.dtype)
+        x64, y64 = (t.detach().cpu().double().reshape(-1) for t in (x, y))
+        first = torch.arange(n) % block
+        for name, other, model in (("y", "x", x64 + y64[first]), ("x", "y", x64[first] + y64)):
+            model = model.reshape(got.shape)
+            if bool(agrees(got, model, tol.rtol, tol.atol).all()):
+                return (f"{name}'s load ignores the program id: the output is {other} + "
+                        f"{name}[k % BLOCK], every program added block 0 of {name}; load {name} "
+                        f"at {name}_ptr + offsets, the same offsets (pid * BLOCK + arange) as "
+                        f"{other}")
+        return None
+
+    return diagnose

@@ -156,3 +156,31 @@ BUGS += [
         replace="y.to(tl.float16)", check="row_softmax.values",
         hint="output rounded through float16"),
 ]
+
+BUGS += [
+    # The fourth learner audit (its F1-F3, F5-F7), each named now. The shift's sign flipped:
+    # softmax(-x) on power-of-two rows, all zeros on ragged ones (the padding's max - -inf = inf).
+    Bug("softmax_shift_sign_flipped", find="z = x - tl.max(x, axis=0)",
+        replace="z = tl.max(x, axis=0) - x", check="row_softmax.values",
+        hint="shift sign flipped"),
+    # The tail padded with +inf (a sign slip of -inf): every ragged row is NaN.
+    Bug("softmax_tail_other_plus_inf", find='other=-float("inf")', replace='other=float("inf")',
+        check="row_softmax.values", hint="tail padded with +inf"),
+    # The store without the row offset: every program stores at row 0 (the last one stays).
+    Bug("softmax_store_no_row_offset", find="tl.store(out_ptr + row * stride_om + cols,",
+        replace="tl.store(out_ptr + cols,", check="row_softmax.values",
+        hint="store address without the row offset"),
+    # The row index from the wrong grid axis: program_id(1) of a 1-D grid is 0 everywhere.
+    Bug("softmax_row_pid_axis1",
+        find="row = tl.program_id(0).to(tl.int64)  # one program per row",
+        replace="row = tl.program_id(1).to(tl.int64)  # one program per row",
+        check="row_softmax.values", hint="every program wrote row 0"),
+    # Multiplied by the denominator instead of divided: off by sum^2 per row.
+    Bug("softmax_multiplied_by_sum", find="y = numerator / denominator",
+        replace="y = numerator * denominator", check="row_softmax.values",
+        hint="multiplied by the sum instead of dividing"),
+    # y loaded without the program id: every program adds block 0 of y.
+    Bug("add_y_first_block", find="y = tl.load(y_ptr + offsets, mask=mask)",
+        replace="y = tl.load(y_ptr + tl.arange(0, BLOCK), mask=mask)", check="add.values",
+        hint="y's load ignores the program id"),
+]
