@@ -15,6 +15,10 @@ computed exactly the same way; a match names the mistake in the hint. Whole outp
 while others are right name the grouped tile-order arithmetic, and so does a call that fails or
 leaves elements unwritten with one group_m but not with a single band (see _order_hint), or that
 leaves whole tiles unwritten though its grid had a program for every tile (_unreached_tiles).
+A call that fails with no hint, or with the bounds check's generic one, is asked (_probe_failure)
+whether its K steps advance 2 * BLOCK_K or its loads read past K (small probes on operands
+sliced from wider tensors, see _k_advance_probe and _k_tail_probe). The tile order itself, which
+no output shows, is asked of the module's _tile_coords in a probe kernel (order.grouped).
 """
 
 from __future__ import annotations
@@ -118,10 +122,14 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
                     "float32 accumulator",
                     finish((acc.to(dtype) + b32.to(dtype)).float())))
         relu_first = acc.clamp_min(0.0) + b32
-        out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add the "
-                    "bias first, then take max(., 0)", finish(relu_first)))
-        out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add the "
-                    "bias first, then take max(., 0)", rnd(relu_first).double()))
+        # With acc >= 0 everywhere (K = 0, or a product the bias cancels) relu(acc) + bias is
+        # acc + bias: the ReLU applied before the bias and the ReLU left out give the same
+        # output, and the ReLU's replay below names both.
+        if not bool((acc >= 0).all()):
+            out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add "
+                         "the bias first, then take max(., 0)", finish(relu_first)))
+            out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add "
+                         "the bias first, then take max(., 0)", rnd(relu_first).double()))
         m = acc.shape[0]
         by_row = torch.zeros(m)
         k = min(m, b32.shape[0])
@@ -132,8 +140,11 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
     # The ReLU's switch: left out where it was asked for, applied where it was not.
     pre = acc + bias.detach().cpu().float() if bias is not None else acc
     if relu:
+        same = (" (or relu(acc) + bias: here acc >= 0, so applying the ReLU before the bias "
+                "gives the same); take max(acc + bias, 0) after the bias, when APPLY_RELU"
+                if bias is not None and bool((acc >= 0).all()) else "")
         out.append(("ReLU missing or misplaced: the output matches acc"
-                    f"{' + bias' if bias is not None else ''} without the ReLU",
+                    f"{' + bias' if bias is not None else ''} without the ReLU{same}",
                     rnd(pre).double()))
         # The right switch, the wrong function: positive results zeroed, negative ones kept.
         out.append(("ReLU written as a minimum: the output matches min(acc"
@@ -225,6 +236,43 @@ def _acc_added_twice(a, b, bias, relu):
             weight = torch.pow(2.0, (steps - 1 - torch.arange(k) // bk).double())  # per column k
             exact, _, magnitude = _reference(a64 * weight, b, bias, relu)
             out.append((bk, steps, exact.to(a.dtype).double(), magnitude))
+    return out
+
+
+def _spans(keep) -> str:
+    """'0..31, 64..95' for the True positions of a 1-D bool tensor (ranges of consecutive ones)."""
+    spans, start = [], None
+    flags = keep.tolist() + [False]
+    for i, flag in enumerate(flags):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            spans.append(f"{start}..{i - 1}" if i - 1 > start else f"{start}")
+            start = None
+    return ", ".join(spans[:4]) + (" ..." if len(spans) > 4 else "")
+
+
+def _k_mask_step_times_block(a, b, bias, relu):
+    """What a kernel outputs whose K mask is offs_k < K - k0 * BLOCK_K (k0 taken as a step index,
+    but `for k0 in range(0, K, BLOCK_K)` makes it the element offset already): lane j of the step
+    at k0 counts only while j < K - k0 * BLOCK_K, so after the first step (almost) every lane is
+    masked to 0. The contract over A with the masked columns zeroed (exact in float64). One
+    (block_k, kept columns, rounded, magnitude) per block_k that drops some column (with one K
+    step the mask is right; as in _last_k_step, the launch's block_k is not known here)."""
+    import torch
+
+    k = a.shape[1]
+    col = torch.arange(k)
+    a64 = a.detach().cpu().double()
+    out, seen = [], set()
+    for bk in _BLOCK_KS:
+        k0 = col // bk * bk
+        keep = (col - k0) < k - k0 * bk
+        if bool(keep.all()) or bytes(keep.numpy()) in seen:
+            continue
+        seen.add(bytes(keep.numpy()))
+        _, rounded, magnitude = _reference(a64 * keep.double(), b, bias, relu)
+        out.append((bk, keep, rounded, magnitude))
     return out
 
 
@@ -370,6 +418,15 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
                 f"2^({steps - 1} - s) * A_s B_s, block_k = {bk}; with one K step it is right); "
                 "tl.dot(a, b, acc) already returns acc + a @ b, so acc += tl.dot(a, b, acc) "
                 "adds acc twice: write acc = tl.dot(a, b, acc)"), share
+    for bk, keep, candidate, cand_magnitude in _k_mask_step_times_block(a, b, bias, relu):
+        share = _share_within(got64, candidate, cand_magnitude, k, a.dtype)
+        if share >= 0.9 and share > best_share + 0.05:
+            hint, best_share = (
+                f"K mask with k0 * BLOCK_K: the output matches the sum over K positions "
+                f"{_spans(keep)} only (K = {k}, block_k = {bk}), what offs_k < K - k0 * BLOCK_K "
+                "keeps: k0 runs over range(0, K, BLOCK_K), so it is already the element offset of "
+                "the step, and k0 * BLOCK_K masks off every later step; the mask is "
+                "offs_k < K - k0"), share
     for start, kk, bks, candidate, cand_magnitude in _k_tail_ones(a, b, bias, relu):
         share = _share_within(got64, candidate, cand_magnitude, kk, a.dtype)
         if share >= 0.9 and share > best_share + 0.05:
@@ -458,6 +515,7 @@ def _run(ctx, impl, a, b, bias, relu, **knobs):
         except CheckFailed as exc:
             hint = _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], None)
             if not hint:
+                _probe_failure(ctx, impl, exc)
                 raise
             raise CheckFailed(exc.message, hint=hint) from exc.__cause__
     unwritten = ctx.never_written(out)
@@ -484,14 +542,17 @@ def _unreached_tiles(launched, unwritten) -> str:
     if not all(type(args.get(name)) is int for name in names) or not launched[0].grid:
         return ""
     m, n, bm, bn = (args[name] for name in names)
-    if tuple(unwritten.shape) != (m, n) or bm <= 0 or bn <= 0:
-        return ""  # the launch computed another matrix (e.g. a staged copy)
+    rows, cols = unwritten.shape
+    if rows > m or cols > n or rows < m - bm or cols < n - bn or bm <= 0 or bn <= 0:
+        return ""  # the launch computed another matrix
+    # The output is the launch's matrix, or its top-left corner (stage_unaligned's copies pad N
+    # to a multiple of 8 and the output drops those columns): judge the tiles it shows.
     tm, tn = -(-m // bm), -(-n // bn)
     tiles = tm * tn
     if launched[0].grid[0] < tiles:
         return ""
     left = sorted({(i // bm, j // bn) for i, j in unwritten.nonzero().tolist()})
-    if not left or len(left) == tiles:
+    if not left or len(left) == -(-rows // bm) * -(-cols // bn):
         return ""
     whole = all(bool(unwritten[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn].all()) for i, j in left)
     if not whole:
@@ -582,6 +643,100 @@ def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
             + "; a band holds GROUP_M * num_pid_n tiles: group_id = tile_id // num_pid_in_group")
 
 
+# The hints a failing call gets that say where, not what: the interpreter's bounds check
+# stopping a load. _probe_failure may replace them (and no hint at all) with a probe's finding.
+_GENERIC_HINTS = ("tail not masked (or a wrong offset or stride", "a whole program addressed")
+
+
+def _k_advance_probe(ctx, impl) -> str:
+    """Diagnosis of a failing call (a load the bounds check stopped, or wrong values nothing
+    replayed): do the pointer kernel's K steps advance 2 * BLOCK_K (the advance written inside the
+    exercise as well as after it)? Asked of the learner's code: a small product whose A and B are
+    the first K columns and rows of parents 3K wide, so reads past K stay in memory (no fault,
+    even under the bounds check), compared with what such a kernel outputs: step s reads K
+    positions s * 2 * BLOCK_K + j (j < min(BLOCK_K, K - s * BLOCK_K), the reference's mask) of
+    the parents, through A's pointers, B's or both. The pointer kernel only (persistent=False):
+    the persistent kernel's K loop has no pointers."""
+    import torch
+
+    m, n, k, bk = 16, 24, 100, 32
+    parent_a = ctx.randn((m, 3 * k), "float16")
+    parent_b = ctx.randn((3 * k, n), "float16")
+    a, b = parent_a[:, :k], parent_b[:k, :]
+    try:
+        out = _call(ctx, impl, a, b, None, False, dict(block_k=bk, persistent=False))
+    except CheckFailed:
+        return ""
+    got = out.detach().cpu().double()
+    pa, pb = parent_a.detach().cpu().double(), parent_b.detach().cpu().double()
+    _, rounded, magnitude = _reference(a, b, None, False)
+    right = _share_within(got, rounded, magnitude, k, a.dtype)
+    plain = torch.arange(k)
+    for step in _BLOCK_KS:  # the knob's block_k, unless the launcher ignored it
+        if step >= k:
+            continue
+        doubled = plain + plain // step * step  # lane j of step s at s * 2 * step + j
+        for which, ca, cb in (("a_ptrs and b_ptrs", doubled, doubled), ("a_ptrs", doubled, plain),
+                              ("b_ptrs", plain, doubled)):
+            model = (pa[:, ca] @ pb[cb, :]).to(a.dtype).double()
+            share = _share_within(got, model, pa[:, ca].abs() @ pb[cb, :].abs(), k, a.dtype)
+            if share >= 0.9 and share > right + 0.05:
+                return (f"pointers advanced twice per K step: a probe ({m} x {n} x {k}, block_k = "
+                        f"{step}, A and B sliced from wider tensors so that reads past K stay in "
+                        f"memory) matches {which} moving 2 * BLOCK_K per step (its steps read K "
+                        f"positions {_spans(torch.isin(torch.arange(3 * k), doubled))} instead "
+                        f"of 0..{k - 1}), so the loads run past K; the loop already advances "
+                        "a_ptrs and b_ptrs by BLOCK_K after the exercise: do not advance "
+                        f"{which} inside it too")
+    return ""
+
+
+def _k_tail_probe(ctx, impl) -> str:
+    """Diagnosis of a failing call: does a load read past K? Asked of the learner's code: a small
+    product (K = 40, block_k = 32: one full K step, one ragged) whose A and B are the first K
+    columns and rows of wider parents holding NaN past K, first A's, then B's. Only memory past
+    K differs from a finite problem, so NaN in the output means that operand's load reads there."""
+    m, n, k = 16, 24, 40
+    parent_a = ctx.randn((m, k + 64), "float16")
+    parent_b = ctx.randn((k + 64, n), "float16")
+    unmasked = []
+    for which, name in (("a", "A's load (columns k0 + offs_k >= K)"),
+                        ("b", "B's load (rows k0 + offs_k >= K)")):
+        pa, pb = _nan_tails(ctx, parent_a, parent_b, k, which)
+        try:
+            out = _call(ctx, impl, pa[:, :k], pb[:k, :], None, False,
+                        dict(block_k=32, persistent=False))
+        except CheckFailed:
+            return ""
+        if bool(out.detach().cpu().isnan().any()):
+            unmasked.append(name)
+    probe = (f"a probe ({m} x {n} x {k}, block_k = 32, A and B sliced from wider tensors "
+             "holding NaN past K, one operand at a time) gives NaN")
+    if len(unmasked) == 1:
+        return (f"K tail masked on one operand only: {unmasked[0]} is not masked: {probe} "
+                "through that operand alone. The other operand's masked lanes are 0, but 0 times "
+                "what lies past K is only 0 while it is a number (and past a tensor's end the "
+                "interpreter's bounds check stops the load); mask both loads with "
+                "k0 + offs_k < K and other=0.0")
+    if len(unmasked) == 2:
+        return (f"K tail not masked: {probe} through A and through B: both loads read past "
+                "column K of A and row K of B in the last K step; mask the lanes "
+                "k0 + offs_k >= K (offs_k < K - k0: k0 is the step's element offset) with "
+                "other=0.0 on both loads")
+    return ""
+
+
+def _probe_failure(ctx, impl, exc) -> None:
+    """Re-raise the failure `exc` (a CheckFailed with no hint or a generic one) with a probe's
+    hint when a probe names the mistake; return otherwise (the caller re-raises exc)."""
+    if exc.hint and not exc.hint.startswith(_GENERIC_HINTS):
+        return
+    hint = _k_advance_probe(ctx, impl) or _k_tail_probe(ctx, impl)
+    if hint:
+        raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
+                          tolerance=exc.tolerance) from exc
+
+
 # ---------------------------------------------------------------------------------------------
 # Forward values: ragged sizes, layouts, zero K, the K tail
 # ---------------------------------------------------------------------------------------------
@@ -619,13 +774,21 @@ def _ragged_cases(device: str) -> list[Case]:
                                      for s, (bias, relu) in combos for d in DTYPES]
 
 
-def _relu_default_off(a, b, bias):
-    """Diagnosis: a call without relu= returned the output of relu=False."""
+def _relu_default_off(ctx, impl, a, b, bias):
+    """Diagnosis: a call without relu= returned the output of relu=False, and the same call
+    with relu=True is right (else the ReLU is missing whatever relu says: the replays name it)."""
 
     def diagnose(got, expected, bad):
         _, plain, magnitude = _reference(a, b, bias, False)
         tol = _tolerance(plain, magnitude, a.shape[1], a.dtype)
         if float(((got - plain).abs() <= tol).double().mean()) < 0.9:
+            return None
+        try:
+            explicit = _call(ctx, impl, a, b, bias, True, {}).detach().cpu().double()
+        except CheckFailed:
+            return None
+        if bool((explicit - expected).abs().gt(_tolerance(expected, magnitude, a.shape[1],
+                                                           a.dtype)).any()):
             return None
         return ("ReLU off by default: gemm_bias_relu(a, b, bias) without relu= returned "
                 "a @ b + bias with no ReLU; the signature's default is relu=True")
@@ -652,6 +815,14 @@ def _flushed(got, expected, bad):
               "small results near float16's smallest normal, bfloat16 results past float16's "
               "largest")
 def forward_ragged(ctx, impl, case):
+    try:
+        _forward_ragged(ctx, impl, case)
+    except CheckFailed as exc:
+        _probe_failure(ctx, impl, exc)  # e.g. on a GPU, wrong values where the bounds check faults
+        raise
+
+
+def _forward_ragged(ctx, impl, case):
     m, n, k = case.shape
     scale = case.get("scale", 1.0)
     a = ctx.randn((m, k), case.dtype, scale=scale)
@@ -662,7 +833,7 @@ def forward_ragged(ctx, impl, case):
                        expect_dtype=a.dtype, expect_contiguous=True,
                        name="gemm_bias_relu without relu=")
         _compare(ctx, out, a, b, bias, True, name="gemm_bias_relu without relu=",
-                 first=[_relu_default_off(a, b, bias)])
+                 first=[_relu_default_off(ctx, impl, a, b, bias)])
         _note_upcast(ctx, case.dtype)
         return
     out = _run(ctx, impl, a, b, bias, case.relu)
@@ -861,8 +1032,27 @@ def _knobs_ignored(launched, knobs, label="gemm_bias_relu") -> None:
 
 @register(W, "forward.k_tail", tier="kernel", uses=("gemm_bias_relu",), cases=_k_tail_cases,
           doc="K not a multiple of block_k, operands sliced from wider tensors (tail reads land "
-              "in real memory)")
+              "in real memory: random numbers, then NaN)")
 def forward_k_tail(ctx, impl, case):
+    try:
+        _forward_k_tail(ctx, impl, case)
+    except CheckFailed as exc:
+        _probe_failure(ctx, impl, exc)  # reads past K that land in the parents: wrong values
+        raise
+
+
+def _nan_tails(ctx, parent_a, parent_b, k: int, which: str = "ab"):
+    """Copies of the parents with NaN past column k of A's (if "a" in which) and past row k of
+    B's (if "b" in which): a quiet NaN, not the fill of fresh memory (so not 'never written')."""
+    pa, pb = parent_a.clone(), parent_b.clone()
+    if "a" in which:
+        pa[:, k:] = float("nan")
+    if "b" in which:
+        pb[k:, :] = float("nan")
+    return pa, pb
+
+
+def _forward_k_tail(ctx, impl, case):
     m, n, k = case.shape
     # A = first k columns of a wider tensor, B = first k rows of a taller one: reading past K
     # stays inside memory (no crash, even under the interpreter's bounds check) but picks up the
@@ -889,6 +1079,38 @@ def forward_k_tail(ctx, impl, case):
 
     _compare(ctx, out, a, b, None, False, extra=[k_tail, _strides_ignored(a, b, None, False)])
     _knobs_ignored(launched, knobs)
+    # The same operands in parents holding NaN past K. A kernel that masks only one of the two
+    # loads passed above: the masked operand's 0 times the other's tail is 0 while that tail is
+    # a number (and on a GPU, memory past the end of a tensor usually holds numbers too). Times
+    # NaN it is NaN, on every device.
+    nan_a, nan_b = _nan_tails(ctx, parent_a, parent_b, k)
+    out_nan = _run(ctx, impl, nan_a[:, :k], nan_b[:k, :], None, False, **knobs)
+
+    def one_sided(got, expected, bad):
+        if not bool((got[bad].isnan() & ~expected[bad].isnan()).any()):
+            return None
+        # Which load reads past K? Put the NaN past K of one operand at a time.
+        unmasked = []
+        for which, name in (("a", "A's load (columns k0 + offs_k >= K)"),
+                            ("b", "B's load (rows k0 + offs_k >= K)")):
+            pa, pb = _nan_tails(ctx, parent_a, parent_b, k, which)
+            try:
+                again = _call(ctx, impl, pa[:, :k], pb[:k, :], None, False, knobs)
+            except CheckFailed:
+                return None
+            if bool(again.detach().cpu().isnan().any()):
+                unmasked.append(name)
+        if len(unmasked) != 1:
+            return None
+        return (f"K tail masked on one operand only: {unmasked[0]} is not masked. With NaN "
+                "stored past column K of A and row K of B the output is NaN, though with numbers "
+                "there it was right: the other operand's masked lanes are 0, and 0 times a "
+                "number read past K is 0, but 0 * NaN is NaN (and on a GPU the memory past a "
+                "tensor's end can hold anything, NaN included); mask both loads with "
+                "k0 + offs_k < K and other=0.0")
+
+    _compare(ctx, out_nan, nan_a[:, :k], nan_b[:k, :], None, False,
+             name="gemm_bias_relu (NaN stored past K)", extra=[one_sided])
     _note_upcast(ctx, case.dtype)
 
 
@@ -980,6 +1202,126 @@ def knobs_group_m(ctx, impl, case):
                      hint="grouped index arithmetic: the order of tiles must not change any tile's "
                           "value; each (pid_m, pid_n) must be computed exactly once")
     _note_upcast(ctx, case.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# The grouped tile order itself (the values cannot show it: every order gives the same bits)
+# ---------------------------------------------------------------------------------------------
+_ORDER_PROBE_SOURCE = """def _tile_order_probe(out_ptr, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    tile_id = tl.program_id(0)
+    pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+    tl.store(out_ptr + 2 * tile_id, pid_m)
+    tl.store(out_ptr + 2 * tile_id + 1, pid_n)
+"""
+_order_probes: dict = {}  # id(the module's _tile_coords) -> (it, the probe kernel calling it)
+
+
+def _order_probe(coords):
+    """A @triton.jit kernel whose program t stores _tile_coords(t, ...) = (pid_m, pid_n) at
+    out[2t], out[2t + 1], for the given _tile_coords (made once per function: Triton resolves a
+    kernel's globals when it compiles, so each implementation gets its own kernel). Its source
+    is registered with linecache, where triton.jit reads a kernel's source from."""
+    import linecache
+
+    import triton
+    import triton.language as tl
+
+    if id(coords) in _order_probes:
+        return _order_probes[id(coords)][1]
+    filename = f"<checks.fused_gemm tile-order probe {len(_order_probes)}>"
+    lines = _ORDER_PROBE_SOURCE.splitlines(True)
+    linecache.cache[filename] = (len(_ORDER_PROBE_SOURCE), None, lines, filename)
+    namespace = {"tl": tl, "_tile_coords": coords}
+    exec(compile(_ORDER_PROBE_SOURCE, filename, "exec"), namespace)  # noqa: S102 - our own source
+    kernel = triton.jit(namespace["_tile_order_probe"])
+    _order_probes[id(coords)] = (coords, kernel)
+    return kernel
+
+
+def _grouped_band(t: int, tm: int, tn: int, group_m: int):
+    """(first tile row, rows, tile column) that tile id t has in the grouped order: the band's
+    rows first .. first + rows - 1 (the last band may be shorter) and the column local // rows."""
+    first = t // (group_m * tn) * group_m
+    rows = min(tm - first, group_m)
+    return first, rows, t % (group_m * tn) // rows
+
+
+def _order_cases(device: str) -> list[Case]:
+    # (num_pid_m, num_pid_n, GROUP_M): bands with a shorter last one (5 = 2 + 2 + 1 rows,
+    # 7 = 3 + 3 + 1, 9 = 4 + 4 + 1), and GROUP_M above the tile rows (one band for all).
+    return [Case(grid=g) for g in ((5, 3, 2), (7, 4, 3), (9, 2, 4), (4, 6, 8))]
+
+
+NO_TILE_COORDS_HINT = ("no _tile_coords helper: this check asks the module's "
+                       "_tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M), a @triton.jit "
+                       "function returning (pid_m, pid_n), for the order of the tiles (the "
+                       "output cannot show it); keep the starter's helper, fill it in, and call "
+                       "it from the kernels")
+
+
+@register(W, "order.grouped", tier="kernel", uses=("gemm_bias_relu",), cases=_order_cases,
+          doc="_tile_coords hands out tiles in grouped order: GROUP_M tile rows per band, ids "
+              "running down the band's columns (asked of the helper in a probe kernel)")
+def order_grouped(ctx, impl, case):
+    from checks.context import call_learner
+
+    torch = ctx.torch
+    tm, tn, group_m = case.grid
+    tiles = tm * tn
+    coords = getattr(impl, "_tile_coords", None)
+    if coords is None or not callable(coords):
+        ctx.fail("the module has no _tile_coords function", hint=NO_TILE_COORDS_HINT)
+    try:
+        kernel = _order_probe(coords)
+    except Exception as exc:  # noqa: BLE001 - e.g. a plain Python function, no source to read
+        ctx.fail(f"_tile_coords could not be called from a probe kernel: "
+                 f"{type(exc).__name__}: {exc}", hint=NO_TILE_COORDS_HINT)
+    out = torch.full((2 * tiles,), -1, dtype=torch.int32, device=ctx.torch_device)
+    label = f"a probe kernel calling _tile_coords(tile_id, {tm}, {tn}, GROUP_M={group_m})"
+    call_learner(lambda: kernel[(tiles,)](out, tm, tn, GROUP_M=group_m), label=label)
+    got = [tuple(p) for p in out.cpu().view(tiles, 2).tolist()]
+    shown = ", ".join(f"{t}: {p}" for t, p in list(enumerate(got))[:8]) + " ..."
+    message = (f"_tile_coords on a {tm} x {tn} tile grid with GROUP_M = {group_m} gave "
+               f"(pid_m, pid_n) by tile id: {shown}")
+    grid = {(i, j) for i in range(tm) for j in range(tn)}
+    if set(got) != grid:
+        missed = sorted(grid - set(got))[:4]
+        twice = sorted({p for p in got if got.count(p) > 1})[:4]
+        outside = sorted({p for p in got if p not in grid})[:4]
+        ctx.fail(message, hint=f"grouped index arithmetic: the tile ids do not reach every tile "
+                 f"once (never: {missed}; twice: {twice}; outside the grid: {outside}); inside a "
+                 "band of group_size_m = min(num_pid_m - first_pid_m, GROUP_M) rows the ids run "
+                 "down a column: pid_m = first_pid_m + local % group_size_m, pid_n = local // "
+                 "group_size_m (check group_id, first_pid_m, group_size_m, pid_m and pid_n)")
+    wrong = []
+    for t, (pm, pn) in enumerate(got):
+        first, rows, col = _grouped_band(t, tm, tn, group_m)
+        if pn != col or not first <= pm < first + rows:
+            wrong.append((t, (pm, pn), first, rows, col))
+    if not wrong:
+        return  # grouped (any order of the rows inside a band's column will do)
+    if got == [(t // tn, t % tn) for t in range(tiles)]:
+        hint = ("grouped order skipped: _tile_coords returns row-major order (pid_m = tile_id // "
+                f"num_pid_n, pid_n = tile_id % num_pid_n) whatever GROUP_M is (here {group_m}); "
+                "the output is right, but programs that run at the same time no longer share "
+                "rows of A and columns of B. Group the tiles in bands of GROUP_M tile rows whose "
+                "ids run down each column: group_id = tile_id // (GROUP_M * num_pid_n), "
+                "first_pid_m = group_id * GROUP_M, group_size_m = min(num_pid_m - first_pid_m, "
+                "GROUP_M), local = tile_id % (GROUP_M * num_pid_n), pid_m = first_pid_m + local "
+                "% group_size_m, pid_n = local // group_size_m")
+    elif got == [(t % tm, t // tm) for t in range(tiles)]:
+        hint = ("one band for every tile row: _tile_coords returns column-major order (pid_m = "
+                f"tile_id % num_pid_m, pid_n = tile_id // num_pid_m) whatever GROUP_M is (here "
+                f"{group_m}); a band holds GROUP_M tile rows: group_id = tile_id // (GROUP_M * "
+                "num_pid_n), and the ids run down the band's columns of group_size_m tiles")
+    else:
+        t, p, first, rows, col = wrong[0]
+        hint = (f"not the grouped order: tile id {t} should be in band rows {first}..."
+                f"{first + rows - 1}, column {col} (bands of GROUP_M = {group_m} tile rows, the "
+                f"last one shorter; inside a band the ids run down a column of group_size_m "
+                f"tiles), but _tile_coords gave {p} ({len(wrong)} of {tiles} ids out of place): "
+                "pid_m = first_pid_m + local % group_size_m, pid_n = local // group_size_m")
+    ctx.fail(message, hint=hint)
 
 
 def _block_cases(device: str) -> list[Case]:

@@ -209,3 +209,51 @@ BUGS += [
         replace="        acc = tl.minimum(acc, 0.0)\n", check="forward.ragged",
         hint="ReLU written as a minimum"),
 ]
+
+BUGS += [
+    # Found by learner audit 4 (G1): the tutorial's step-index mask with an element offset k0,
+    # so every K step after the first is masked off (it failed with no hint).
+    Bug("k_mask_step_times_block", find="k_mask = offs_k < K - k0  #",
+        replace="k_mask = offs_k < K - k0 * BLOCK_K  #", check="forward.ragged",
+        hint="K mask with k0 * BLOCK_K"),
+    # Found by learner audit 4 (G2): the pointer advance written inside the exercise as well as
+    # after it, so each K step moves 2 * BLOCK_K (its hint was "tail not masked"). Named on
+    # forward.k_tail, whose operands sit in wider parents (reads past K land in memory on a GPU
+    # too); under the interpreter forward.ragged fails first, with the same hint.
+    Bug("ptr_advance_twice",
+        find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc = tl.dot(a, b, acc)  # float32 accumulation\n"
+                "        a_ptrs += BLOCK_K * stride_ak\n        b_ptrs += BLOCK_K * stride_bk\n",
+        check="forward.k_tail", hint="pointers advanced twice per K step"),
+    Bug("b_ptr_advance_twice",
+        find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc = tl.dot(a, b, acc)  # float32 accumulation\n"
+                "        b_ptrs += BLOCK_K * stride_bk\n",
+        check="forward.ragged", hint="pointers advanced twice per K step"),
+    # Found by learner audit 4 (G4): the grouped order skipped, row-major whatever GROUP_M is
+    # (right values: every other check passed).
+    Bug("grouped_order_skipped",
+        find="    pid_m = first_pid_m + local % group_size_m\n"
+             "    pid_n = local // group_size_m\n",
+        replace="    pid_m = tile_id // num_pid_n\n    pid_n = tile_id % num_pid_n\n",
+        check="order.grouped", hint="grouped order skipped"),
+    # Found by learner audit 4 (G7): B's K-tail mask dropped while A's stays: 0 * B's tail is 0
+    # as long as that memory holds numbers (on a GPU it passed forward.k_tail). Under the
+    # interpreter forward.ragged's bounds check fails first ("tail not masked").
+    Bug("b_k_tail_unmasked", find="b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)",
+        replace="b = tl.load(b_ptrs)", check="forward.k_tail",
+        hint="K tail masked on one operand only: B's load"),
+    Bug("a_k_tail_unmasked", find="a = tl.load(a_ptrs, mask=k_mask[None, :], other=0.0)",
+        replace="a = tl.load(a_ptrs)", check="forward.k_tail",
+        hint="K tail masked on one operand only: A's load"),
+    # Found by learner audit 4 (G5): the ReLU never applied. With K = 0 (acc = 0) relu(acc) +
+    # bias is acc + bias, and forward.zero_k's hint was "ReLU applied before the bias".
+    Bug("relu_never_applied", find="    if APPLY_RELU:\n        acc = tl.maximum(acc, 0.0)\n",
+        replace="", check="forward.zero_k", hint="ReLU missing or misplaced"),
+    # Found by learner audit 4 (G11): the last band's height taken from num_pid_n. Staged copies
+    # pad N, and staged.unaligned's hint was "padding of the staged copies not zeroed".
+    Bug("group_size_from_num_pid_n",
+        find="    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)",
+        replace="    group_size_m = tl.minimum(num_pid_n - first_pid_m, GROUP_M)",
+        check="staged.unaligned", hint="grouped index arithmetic"),
+]
