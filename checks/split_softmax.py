@@ -149,6 +149,22 @@ def _explains(got, model, bad, dtype: str) -> bool:
     return informative and _close(got, stored, dtype)
 
 
+def _misfit(got, model, dtype: str) -> float:
+    """How far `got` lies from `model` (rounded as the store rounds it), in tolerances: the
+    largest |got - model| / (atol + rtol * |model|) over the elements where both are finite."""
+    import torch
+
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(dtype)
+    stored = model.to(getattr(torch, dtype)).double()
+    both = got.isfinite() & stored.isfinite()
+    if not bool(both.any()):
+        return 0.0
+    err = (got[both] - stored[both]).abs() / (tol.atol + tol.rtol * stored[both].abs())
+    return float(err.max())
+
+
 def _inverted_sums(m, s):
     """sum_c s_c * exp(m_row - m_c) per row, float64: the merge with its rescale factor upside
     down. inf where float32 overflows (as the kernel's sum does); NaN for a chunk of only -inf
@@ -185,6 +201,69 @@ HINT_SHIFT_NO_LOG2E = ("max subtracted outside the log2(e) factor{where}: exp2(x
 HINT_EXP_SIGN = ("exponent's sign flipped in normalize: y = exp(m_row - x) / s_row, which "
                  "grows as x falls below the row's maximum; the exponent is x - m_row (<= 0, "
                  "so every y <= 1)")
+# exp2(t) * log2(e) for exp2(t * log2(e)): the factor multiplied onto exp2's result, so each
+# term is log2(e) * 2^t (the audit's S1, S2).
+HINT_LOG2E_OUTSIDE = ("log2(e) outside exp2{where}: each term is log2(e) * 2^t for its exponent t "
+                      "(x - m, or m_c - m_row in the merge): exp2 was given t alone and its "
+                      "result multiplied by log2(e); the factor belongs inside, "
+                      "exp(t) = exp2(t * log2(e))")
+# normalize's numerator without the row maximum: exp(x) / s_row (the audit's S4).
+HINT_NORMALIZE_NO_SHIFT = ("max shift left out in normalize: y = exp(x) / s_row, every row off by "
+                           "the constant factor exp(m_row); s_row sums exp(x - m_row), so the "
+                           "numerator must be exp(x - m_row): exp2((x - m_row) * log2(e))")
+# The division folded into the base-2 exponent with the natural log: 2^(-ln s) = s^(-ln 2)
+# (the audit's S7).
+HINT_LN_S_IN_EXP2 = ("ln(s_row) subtracted inside exp2: exp2(t * log2(e) - ln(s_row)) divides "
+                     "by 2^ln(s_row) = s_row^0.693, not by s_row (the exponent is in base-2 "
+                     "units, ln is not); subtract log2(s_row) (tl.log2) there, or multiply by "
+                     "1 / s_row")
+
+
+def _merge64(m, s):
+    """The right merge of (M, C) float64 states: sum_c s_c * exp(m_c - m_row), shape (M,)."""
+    import torch
+
+    m_row = m.amax(dim=1, keepdim=True)
+    shift = torch.where(torch.isinf(m_row), torch.zeros_like(m_row), m_row)
+    return (s * torch.exp(m - shift)).sum(dim=1)
+
+
+def _log2e_outside_partial(x64, chunk: int):
+    """(M, C) partial sums of partial_stats with log2(e) outside exp2:
+    log2(e) * sum 2^(x - m) (HINT_LOG2E_OUTSIDE)."""
+    return LOG2E * _chunk_stats64(x64, chunk, LN2)[1]
+
+
+def _log2e_outside_merge(m, s):
+    """(M,) merged sums with log2(e) outside exp2: log2(e) * sum_c s_c * 2^(m_c - m_row)."""
+    import torch
+
+    m_row = m.amax(dim=1, keepdim=True)
+    shift = torch.where(torch.isinf(m_row), torch.zeros_like(m_row), m_row)
+    return LOG2E * (s * torch.exp(LN2 * (m - shift))).sum(dim=1)
+
+
+def _block_max_merge(m, s):
+    """[(block, (M,) sums)]: the merge with each loop block's partial sums rescaled to that
+    block's own maximum (tl.max(m) of the block) instead of m_row, for each power-of-two block
+    from the largest below C down to 2 (the block is the launcher's choice). Blocks of C or more
+    give the right answer; a block of 1 is the sum not rescaled at all."""
+    import torch
+
+    n_rows, n_chunks = m.shape
+    out = []
+    block = 1 << (n_chunks - 1).bit_length() - 1 if n_chunks > 1 else 1
+    while block >= 2:
+        n_blocks = -(-n_chunks // block)
+        mb = torch.full((n_rows, n_blocks * block), float("-inf"), dtype=torch.float64)
+        sb = torch.zeros((n_rows, n_blocks * block), dtype=torch.float64)
+        mb[:, :n_chunks], sb[:, :n_chunks] = m, s
+        mb, sb = mb.reshape(n_rows, n_blocks, block), sb.reshape(n_rows, n_blocks, block)
+        top = mb.amax(dim=2, keepdim=True)
+        shift = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+        out.append((block, (sb * torch.exp(mb - shift)).sum(dim=(1, 2))))
+        block //= 2
+    return out
 
 
 def _mistake_models(x64, chunk: int, *, merge: bool = True):
@@ -199,6 +278,14 @@ def _mistake_models(x64, chunk: int, *, merge: bool = True):
     chunk_of_col = torch.arange(n_cols) // chunk
     m_local = m[:, chunk_of_col]  # (M, N): each column's own chunk maximum
     models = []
+    if merge:
+        # log2(e) outside exp2 in partial_stats (s_c = log2(e) * sum 2^(x - m_c)) or in the
+        # merge (s_row = log2(e) * sum_c s_c * 2^(m_c - m_row)); the other stages right
+        s_outside = _log2e_outside_partial(x64, chunk)
+        models.append((HINT_LOG2E_OUTSIDE.format(where=" in partial_stats"),
+                       torch.exp(x64 - m_row) / _merge64(m, s_outside)[:, None]))
+        models.append((HINT_LOG2E_OUTSIDE.format(where=" in merge_stats' rescale factor"),
+                       torch.exp(x64 - m_row) / _log2e_outside_merge(m, s)[:, None]))
     if m.shape[1] > 1 and merge:
         models.append((
             "partial denominators not rescaled: merge_stats added the chunks' sums s_c as they "
@@ -240,6 +327,8 @@ def _exponent_models(x64, *, merge: bool = True):
     m_row = x64.amax(dim=1, keepdim=True)
     models.append((HINT_SHIFT_NO_LOG2E.format(where=" in normalize"),
                    torch.exp(x64 - LN2 * m_row) / s_row))
+    models.append((HINT_NORMALIZE_NO_SHIFT, torch.exp(x64) / s_row))
+    models.append((HINT_LN_S_IN_EXP2, torch.exp(t) / s_row ** LN2))
     return models
 
 
@@ -307,11 +396,29 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
     x64 = x.detach().to("cpu").double()
 
     def models(got, expected, bad):
+        import torch
+
         candidates = [] if chunk is None else _mistake_models(x64, chunk, merge=merge)
-        for hint, model in candidates + _exponent_models(x64, merge=merge):
-            if _explains(got, model, bad, dtype):
-                return hint
-        return None
+        fits = [(_misfit(got, model, dtype), i, hint, model)
+                for i, (hint, model) in enumerate(candidates + _exponent_models(x64, merge=merge))
+                if _explains(got, model, bad, dtype)]
+        if not fits:
+            return None
+        # Two models can both explain a 16-bit output within its tolerance (two wrong merges
+        # of the same two chunks, say): the hint is the one that fits best ...
+        best = min(fits, key=lambda fit: fit[0])
+        stored = best[3].to(getattr(torch, dtype)).double()
+        # ... unless this input cannot tell them apart at all (their outputs agree): then the
+        # first listed, and for log2(e) outside exp2 (in partial_stats and in the merge the
+        # same wherever every term is e^0 = 2^0 or 0) both places.
+        ties = [fit for fit in fits if _close(fit[3].to(getattr(torch, dtype)).double(),
+                                              stored, dtype)]
+        hints = [fit[2] for fit in sorted(ties, key=lambda fit: fit[1])]
+        outside = [h for h in hints if h.startswith("log2(e) outside exp2")]
+        if len(outside) > 1:
+            return HINT_LOG2E_OUTSIDE.format(
+                where=" in partial_stats or in merge_stats (this input cannot tell which)")
+        return hints[0]
 
     def other_row(got, expected, bad):
         # The hint's whole claim, tested: row 0 right, and each wrong row is exactly what
@@ -342,6 +449,16 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
         if probe is None:
             return None
         wrong = _stats_wrong(*probe, *_chunk_stats64(x64, chunk))
+        if wrong is not None and wrong.shape[1] == 1 and bool(wrong.any()):
+            # One chunk: "every other chunk right" says nothing. The same values padded with
+            # -inf to a whole chunk (no ragged tail left to mask) must give the right states.
+            padded = torch.full((x.shape[0], chunk), float("-inf"), dtype=x.dtype,
+                                device=x.device)
+            padded[:, :x.shape[1]] = x
+            again = _partial_probe(impl, padded, chunk)
+            right = None if again is None else _stats_wrong(*again, *_chunk_stats64(x64, chunk))
+            if right is None or bool(right.any()):
+                return None
         if wrong is not None and bool(wrong[:, -1].any()) and not bool(wrong[:, :-1].any()):
             return ("tail not masked: the last chunk is ragged, and its lanes past the width "
                     "were loaded as values (not -inf) and counted in the denominator")
@@ -446,11 +563,31 @@ def stats_partial(ctx, impl, case):
         _chunk_minimum(x, case.chunk), tail_hint])
     ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
         lambda g, e, bad: (HINT_MASKED_NAN if bool((m64.isinf() & g.isnan()).any()) else None),
-        tail_hint, _shift_without_log2e(x, case.chunk),
-        lambda g, e, bad: ("sum not shifted by the chunk max: s should sum exp(x - m), every "
-                           "term <= 1 and the largest exactly 1"
-                           if bool((g > case.chunk).any()) else None),
+        _log2e_outside_sums(x, case.chunk), tail_hint, _shift_without_log2e(x, case.chunk),
+        _unshifted_sums(x, case.chunk),
         _wrong_base_sums(x, case.chunk), _shift_clamped_at_zero(x, case.chunk)])
+
+
+HINT_NOT_SHIFTED = ("sum not shifted by the chunk max: s should sum exp(x - m), every term <= 1 "
+                    "and the largest exactly 1")
+
+
+def _unshifted_sums(x, chunk: int):
+    """Diagnosis: the partial sums are float32 sums of exp(x) (no shift; they underflow to 0
+    for values far below 0, or overflow to inf far above). Tested on the model, not on a sum
+    above `chunk` alone: any sum scaled up (by 2, say) passes that bound too."""
+    import torch
+
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        terms = torch.exp(_chunk_tiles(x64, chunk).float())  # float32 exp: 0 or inf at the ends
+        model = terms.sum(dim=2).double()
+        if _close(got, model, "float32", rtol=STAT_RTOL):
+            return HINT_NOT_SHIFTED
+        return None
+
+    return diagnose
 
 
 def _shift_clamped_at_zero(x, chunk: int):
@@ -495,6 +632,18 @@ def _shift_without_log2e(x, chunk: int):
         _, model = _chunk_stats64(x64, chunk, shift_factor=LN2)
         if _close(got, model, "float32", rtol=STAT_RTOL):
             return HINT_SHIFT_NO_LOG2E.format(where=" in partial_stats")
+        return None
+
+    return diagnose
+
+
+def _log2e_outside_sums(x, chunk: int):
+    """Diagnosis: the partial sums are log2(e) * sum 2^(x - m) (HINT_LOG2E_OUTSIDE)."""
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        if _close(got, _log2e_outside_partial(x64, chunk), "float32", rtol=STAT_RTOL):
+            return HINT_LOG2E_OUTSIDE.format(where=" in partial_stats")
         return None
 
     return diagnose
@@ -782,6 +931,29 @@ def _merge_diagnoses(m64, s64):
             block //= 2
         return None
 
+    def log2e_outside(got, expected, bad):
+        # s_acc += s * exp2(m - m_row) * log2(e): one chunk is off by exactly log2(e)
+        if got.shape != expected.shape:
+            return None
+        if _close(got, _log2e_outside_merge(m64, s64), "float32", rtol=STAT_RTOL):
+            return HINT_LOG2E_OUTSIDE.format(where=" in merge_stats' rescale factor")
+        return None
+
+    def block_max(got, expected, bad):
+        # each loop block rescaled to its own maximum (tl.max(m) of the block), not to m_row:
+        # right while one block holds every chunk, wrong past it
+        if got.shape != expected.shape:
+            return None
+        for block, model in _block_max_merge(m64, s64):
+            if _close(got, model, "float32", rtol=STAT_RTOL):
+                return (f"rescaled to the loop block's own maximum: s_row equals the sum over "
+                        f"blocks of {block} chunks, each block's s_c multiplied by "
+                        f"exp(m_c - max of that block) (tl.max(m) of the block being added); "
+                        f"with more than {block} chunks the blocks are on different scales. "
+                        f"Rescale every chunk to the row's maximum m_row from pass 1: "
+                        f"s * exp2((m - m_row) * log2(e))")
+        return None
+
     def other_row(got, expected, bad):
         if got.shape[0] > 1 and not bool(bad[0]) and bool(bad[1:].any()):
             return ("another row's statistics: row 0 is merged right but later rows are not; "
@@ -802,7 +974,8 @@ def _merge_diagnoses(m64, s64):
                 return hint.format(where=" in merge_stats' rescale factor")
         return None
 
-    return [no_rescale, inverted, sums_left_out, overwritten, other_row, wrong_base]
+    return [no_rescale, inverted, sums_left_out, overwritten, log2e_outside, block_max,
+            other_row, wrong_base]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -830,7 +1003,23 @@ def stats_pipeline(ctx, impl, case):
                                label="merge_stats(m, s)")
     m64, s64 = _chunk_stats64(x.detach().cpu().double(), case.chunk)
     m_cpu, s_cpu = _merge_cpu(ctx, m64, s64)
-    diagnose = _merge_diagnoses(m64, s64) + [_inverted_probe(ctx, impl, nan_only=True)]
+    x64 = x.detach().cpu().double()
+
+    def partial_log2e_outside(got, expected, bad):
+        # the partial sums log2(e) * sum 2^(x - m_c), merged right
+        if got.shape != expected.shape:
+            return None
+        model = _merge64(m64, _log2e_outside_partial(x64, case.chunk))
+        if not _close(got, model, "float32", rtol=STAT_RTOL):
+            return None
+        if _close(got, _log2e_outside_merge(m64, s64), "float32", rtol=STAT_RTOL):
+            # every term e^0 = 2^0 or 0 (constant chunks): the merge's mistake gives this too
+            return HINT_LOG2E_OUTSIDE.format(
+                where=" in partial_stats or in merge_stats (this input cannot tell which)")
+        return HINT_LOG2E_OUTSIDE.format(where=" in partial_stats")
+
+    diagnose = ([partial_log2e_outside] + _merge_diagnoses(m64, s64)
+                + [_inverted_probe(ctx, impl, nan_only=True)])
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
     ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
@@ -845,6 +1034,37 @@ def _normalize_cases(device: str) -> list[Case]:
     # plus the default chunk on a ragged width.
     return ([c for c in _partial_cases(device) if "kind" not in c]
             + [Case(shape=(2, 4097), chunk=None, dtype=d) for d in DTYPES])
+
+
+def _row_scale_only(dtype: str):
+    """Diagnosis for normalize given the right statistics (after the named models): every row
+    is the right softmax times one constant c_r != 1 of its own: got equals c_r * expected, c_r
+    measured as the row's sum of got. Then the numerator's shape is right and only the per-row
+    scale is wrong: the max shift or the 1 / s_row factor."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        tol = tolerance_for(dtype)
+        if got.shape[-1] < 2 or not bool(got.isfinite().all()):
+            return None
+        c = got.sum(dim=1, keepdim=True) / expected.sum(dim=1, keepdim=True)
+        bad_rows = bad.any(dim=1)
+        # Each row's factor from its own sum; then every element must follow it. A row of
+        # zeros (c = 0) is a symptom of many mistakes, not a scale.
+        if not bool((c[bad_rows] > 0).all()) or not bool(
+                ((c[bad_rows] - 1).abs() > 10 * tol.rtol).all()):
+            return None
+        # the rounding of the store is relative to the scaled value: 2 roundings' room
+        if not bool(agrees(got, c * expected, 2 * tol.rtol, tol.atol).all()):
+            return None
+        factors = ", ".join(f"{float(v):.4g}" for v in c[bad_rows].flatten()[:3])
+        return ("row scale wrong in normalize: every row has the right shape but is off by one "
+                f"constant factor of its own (rows sum to {factors} instead of 1); with the "
+                "right m_row and s_row given, the numerator's shift by m_row or the 1 / s_row "
+                "factor is wrong: y = exp2((x - m_row) * log2(e)) * (1 / s_row)")
+
+    return diagnose
 
 
 @register(W, "normalize.values", tier="kernel", uses=("normalize",), cases=_normalize_cases,
@@ -878,7 +1098,8 @@ def normalize_values(ctx, impl, case):
         return None
 
     diagnose = ([no_denominator]
-                + _output_diagnoses(impl, x, chunk, case.dtype, merge=False))
+                + _output_diagnoses(impl, x, chunk, case.dtype, merge=False)
+                + [_row_scale_only(case.dtype)])
     ctx.assert_close(y, expected, name=label, diagnose=diagnose)
     # Again with the statistics as strided views (every other element of a wider buffer, as a
     # caller slicing a (2, M) workspace would pass them): same values, a new output.
@@ -1106,6 +1327,35 @@ HINT_FINITE_PAD = ("tail padded with a finite value instead of -inf: every value
                    "counts exp(0) = 1 per padded lane")
 
 
+def _normalize_shift_probe(ctx, impl):
+    """Diagnosis: normalize on a small input with given statistics (2 rows of 8 values in
+    [0, 1], m_row = 2 and -3, s_row = 1.5 and 2.5: no extreme value, so exp(x) alone neither
+    overflows nor underflows); an output of exp(x) / s_row (each row off by exp(m_row)) is the
+    max shift left out (HINT_NORMALIZE_NO_SHIFT). For extreme inputs, where exp(x) is inf or 0
+    and no float64 model tells the mistake apart from a missing store."""
+
+    def diagnose(got, expected, bad):
+        torch = ctx.torch
+        x64 = torch.linspace(0.0, 1.0, 16, dtype=torch.float64).reshape(2, 8)
+        m64 = torch.tensor([2.0, -3.0], dtype=torch.float64)
+        s64 = torch.tensor([1.5, 2.5], dtype=torch.float64)
+        x32 = x64.float()
+        try:
+            y = impl.normalize(x32.to(ctx.torch_device), m64.float().to(ctx.torch_device),
+                               s64.float().to(ctx.torch_device), 4)
+            y = y.detach().cpu().double()
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        xr = x32.double()
+        right = torch.exp(xr - m64[:, None]) / s64[:, None]
+        model = torch.exp(xr) / s64[:, None]
+        if _close(y, model, "float32", rtol=1e-5) and not _close(y, right, "float32", rtol=1e-5):
+            return HINT_NORMALIZE_NO_SHIFT
+        return None
+
+    return diagnose
+
+
 @register(W, "forward.extreme", tier="kernel", uses=STAGES, cases=_extreme_cases,
           doc="huge finite logits, chunks with far-apart maxima, constant rows, a -inf chunk, "
               "rows entirely below -1e31 with a ragged tail")
@@ -1165,8 +1415,9 @@ def forward_extreme(ctx, impl, case):
 
     def missing_max(g, e, bad):
         # exp(x) without the maximum subtracted overflows to inf (or underflows to a sum of 0):
-        # seen in partial_stats' sums, or in normalize given the right row statistics.
-        if not bool((~g.isfinite()).any()):
+        # seen in partial_stats' sums, or in normalize given the right row statistics. The
+        # symptom: inf or NaN, or 0 where the softmax is not (a denominator of inf).
+        if not bool((~g.isfinite()).any()) and not bool(((g == 0) & (e > 0) & bad).any()):
             return None
         probe = _partial_probe(impl, x, chunk)
         if probe is not None and probe[1].shape == s64.shape and bool(
@@ -1182,7 +1433,7 @@ def forward_extreme(ctx, impl, case):
         return HINT_MISSING_MAX if bool((~y_right_stats.isfinite()).any()) else None
 
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
-        masked_chunk_state, finite_pad,
+        masked_chunk_state, finite_pad, _normalize_shift_probe(ctx, impl),
     ] + _output_diagnoses(impl, x, chunk, case.dtype) + [
         _merge_pad_probe(ctx, impl, nan_only=True),
         _inverted_probe(ctx, impl, nan_only=True),

@@ -206,3 +206,47 @@ BUGS += [
         replace="        s_acc += tl.exp2((m - m_row) * LOG2E)\n", check="stats.merge",
         hint="partial sums left out of the merge"),
 ]
+
+BUGS += [
+    # The fourth learner audit (each silent): log2(e) multiplied onto exp2's result instead of
+    # its argument, in partial_stats (S1) and in the merge (S2); the merge rescaled to each loop
+    # block's own maximum, seen only past _MERGE_BLOCK_C chunks (S3); normalize without m_row
+    # (S4), caught again on extreme inputs by a probe of normalize; the division folded into
+    # the base-2 exponent as ln(s_row) (S7).
+    Bug("partial_log2e_outside_exp2", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2(x - m_shift) * LOG2E, axis=0)", check="stats.partial",
+        hint="log2(e) outside exp2 in partial_stats"),
+    Bug("partial_log2e_outside_exp2_pipeline",
+        find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2(x - m_shift) * LOG2E, axis=0)", check="stats.pipeline",
+        hint="log2(e) outside exp2 in partial_stats"),
+    Bug("partial_log2e_outside_exp2_forward",
+        find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2(x - m_shift) * LOG2E, axis=0)", check="forward.values",
+        hint="log2(e) outside exp2 in partial_stats"),
+    Bug("merge_log2e_outside_exp2", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += s * tl.exp2(m - m_row) * LOG2E", check="stats.merge",
+        hint="log2(e) outside exp2 in merge_stats"),
+    Bug("merge_log2e_outside_exp2_forward", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += s * tl.exp2(m - m_row) * LOG2E", check="forward.values",
+        hint="log2(e) outside exp2 in merge_stats"),
+    Bug("merge_block_max", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += s * tl.exp2((m - tl.max(m, axis=0)) * LOG2E)", check="stats.merge",
+        hint="rescaled to the loop block's own maximum"),
+    Bug("normalize_no_max_shift", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
+        replace="y = tl.exp2(x * LOG2E) * inv_s", check="normalize.values",
+        hint="max shift left out in normalize"),
+    Bug("normalize_no_max_shift_extreme", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
+        replace="y = tl.exp2(x * LOG2E) * inv_s", check="forward.extreme",
+        hint="max shift left out in normalize"),
+    Bug("normalize_ln_s_in_exp2", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
+        replace="y = tl.exp2((x - m_row) * LOG2E - tl.log(s_row))", check="normalize.values",
+        hint="ln(s_row) subtracted inside exp2"),
+]
+BUGS += [
+    # The audit's S6 (named before; its hint now rests on the float32 model of exp(x) summed,
+    # not on a sum above the chunk size, which any sum scaled up also gives).
+    Bug("partial_sum_not_shifted", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2(x * LOG2E), axis=0)", check="stats.partial",
+        hint="sum not shifted by the chunk max"),
+]
