@@ -144,7 +144,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 diagonal_unmasked=False, divide_by_column=False, acc_scaled_after_add=False,
                 l_scaled_after_add=False, divide=True, alpha_block_max=False,
                 max_scaled_twice=False, diagonal_in_stage1=False, alpha_scaled_twice=False,
-                den_column_sums=False, left_keys_twice=False, p_old_max=False):
+                den_column_sums=False, left_keys_twice=False, p_old_max=False,
+                alpha_base_e=False, acc_by_column=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -186,6 +187,13 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     left of the row block's diagonal block is added twice, by both stages.
     p_old_max: p = exp2(s * qk_scale - m_i), shifted by the max before this block: on the first
     block m_i = -inf and p = exp2(+inf) = inf, so every row is inf / inf or NaN.
+    alpha_base_e: alpha = exp(m_i - m_new) (base e) on maxima in log2 units, p with exp2: in
+    natural units alpha = exp((m - m_new) * log2(e)), below the right alpha, so the old terms
+    weigh too little.
+    acc_by_column: acc * alpha without [:, None]: the (BLOCK_M,) alpha broadcasts as a row, so
+    column c of a row block's acc is scaled by the alpha of the block's c-th row; it compiles
+    only where d == block_m (elsewhere this replay gives the right output). The last row
+    block's rows past N (q loaded as 0, every kept key scoring 0) have alphas of their own.
     """
     import torch
 
@@ -198,7 +206,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     kp[:n], vp[:n] = k.double().cpu(), v.double().cpu()
     q64 = q.double().cpu()
     column_sums = den_column_sums and block_m == block_n
-    if column_sums:  # the last row block's rows past N (q loaded as 0) join the column sums
+    by_column = acc_by_column and v.shape[1] == block_m
+    if column_sums or by_column:  # the last row block's rows past N (q loaded as 0) join in
         q64 = torch.cat([q64, q64.new_zeros((-(-n // block_m) * block_m - n, q64.shape[1]))])
     n_rows = q64.shape[0]
     s_all = (q64 @ kp.T) * scale  # (n_rows, n_pad)
@@ -235,12 +244,16 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             shift = m if p_old_max else m_new * (scale * LOG2E if max_scaled_twice else 1.0)
             p = torch.exp(s - shift[:, None])
             alpha = torch.exp((m - (block_max if alpha_block_max else m_new))
-                              * (scale * LOG2E if alpha_scaled_twice else 1.0))
+                              * (scale * LOG2E if alpha_scaled_twice else
+                                 LOG2E if alpha_base_e else 1.0))
             p_sum = p.sum(dim=1)
             if column_sums:  # (block_m, block_n) tiles: sum each tile over its rows
                 p_sum = p.reshape(-1, block_m, block_n).sum(dim=1).reshape(-1)
             if acc_scaled_after_add:
                 acc_new = (acc + p @ vp[start:start + block_n]) * alpha[:, None]
+            elif by_column:  # (block_m, d = block_m) tiles: column c times row c's alpha
+                acc_new = ((acc.reshape(-1, block_m, block_m) * alpha.reshape(-1, 1, block_m))
+                           .reshape(n_rows, block_m) + p @ vp[start:start + block_n])
             else:
                 acc_new = ((acc * alpha[:, None] if rescale_acc else acc)
                            + p @ vp[start:start + block_n])
@@ -265,6 +278,47 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
         return acc / by_column.reshape(n_rows_pad, block_m)[:n]
     return acc / den[:, None]
 
+
+def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=False):
+    """The output of a kernel whose two stages walk other key ranges than the reference's, in
+    float64: a key a row's program adds twice weighs as twice one key (the online update is
+    exact whatever the order and the multiplicity), a key never added weighs 0.
+
+    stages(start_m) -> (hi1, lo2, hi2): the unmasked stage runs [0, hi1) and the masked one
+    [lo2, hi2), each in steps of block_n from its start (as tl.range(lo, hi, BLOCK_N) does,
+    whether or not lo is a multiple of BLOCK_N). In the masked stage a key is kept where it is
+    below N and, when causal, not after the row; local_keep: the causal term compares indices
+    local to the blocks, tl.arange(0, BLOCK_M)[:, None] >= tl.arange(0, BLOCK_N)[None, :],
+    the row's place in its row block against the key's place in its key block.
+    None where the unmasked stage reads keys past N (not modelled). A row that adds no key is
+    NaN (0 / 0), as in the kernel. Costs N x N x d; one row block's N counts at a time.
+    """
+    import torch
+
+    n = q.shape[0]
+    q64, k64, v64 = q.double().cpu(), k.double().cpu(), v.double().cpu()
+    out = torch.empty((n, v.shape[1]), dtype=torch.float64)
+    for start_m in range(-(-n // block_m)):
+        first = start_m * block_m
+        rows = torch.arange(first, min(first + block_m, n))
+        hi1, lo2, hi2 = stages(start_m)
+        count = torch.zeros((len(rows), n), dtype=torch.float64)
+        for start in range(0, hi1, block_n):
+            if start + block_n > n:
+                return None
+            count[:, start:start + block_n] += 1.0
+        for start in range(lo2, hi2, block_n):
+            keys = torch.arange(start, min(start + block_n, n))
+            if not causal:
+                count[:, keys] += 1.0
+            elif local_keep:
+                count[:, keys] += ((rows - first)[:, None] >= (keys - start)[None, :]).double()
+            else:
+                count[:, keys] += (rows[:, None] >= keys[None, :]).double()
+        s = ((q64[rows] @ k64.T) * scale).masked_fill(count == 0, -math.inf)
+        w = count * torch.exp(s - s.max(dim=1, keepdim=True).values)
+        out[rows] = (w @ v64) / w.sum(dim=1, keepdim=True)
+    return out
 
 # The replays of mistakes that the same check's smaller cases show as well skip larger N: each
 # replays the whole key walk in float64 on the CPU (N x N x d per block candidate).
@@ -365,6 +419,26 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
+    def walk(label, stages, local_keep=False):
+        """A stage-bound mistake: _key_walk64 with stages(start_m, block_m, block_n) -> (hi1,
+        lo2, hi2). The label (or label(block_m, block_n)) where that output differs from the
+        reference and the implementation reproduces it, its wrong elements included (as
+        replay_any does). Up to _REPLAY_MAX_N."""
+        def diagnose(got, expected, bad):
+            if n == 0 or n > _REPLAY_MAX_N:
+                return None
+            for bm, bn in _block_candidates(impl, case, n, d, dtype, causal):
+                cand = _key_walk64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
+                                   block_n=bn, local_keep=local_keep,
+                                   stages=lambda sm, bm=bm, bn=bn: stages(sm, bm, bn))
+                if cand is None or not (differs(cand, expected) and matches(got, cand)):
+                    continue
+                if bool(agrees(got[bad], cand[bad], rtol, atol).all()):
+                    return label(bm, bn) if callable(label) else label
+            return None
+
+        return diagnose
+
     def formula(label, fn):
         def diagnose(got, expected, bad):
             cand = fn()
@@ -420,6 +494,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         replay("numerator not rescaled: acc (the running P @ V) must be multiplied by alpha = "
                "exp2(m_old - m_new) whenever the running max grows, like the denominator",
                rescale_acc=False),
+        replay("numerator rescaled along the wrong axis: acc * alpha scales column c of acc by "
+               "row c's alpha (alpha, of shape (BLOCK_M,), broadcasts as a row, which Triton "
+               "allows when d == BLOCK_M); scale each row by its own: acc * alpha[:, None]",
+               max_n=_REPLAY_MAX_N, acc_by_column=True),
         replay("denominator not rescaled: l_i must be multiplied by alpha = exp2(m_old - m_new) "
                "whenever the running max grows, like the numerator", rescale_l=False),
         # No replay for a max not carried across blocks (m_new = the block's own max): any
@@ -432,6 +510,12 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "block's max is below the running max, alpha > 1 inflates the old terms (and a "
                "block whose scores are all -inf gives exp2(+inf) = inf, so NaN)",
                max_n=_REPLAY_MAX_N, finite=True, alpha_block_max=True),
+        # Before "running max scaled twice in p", which also lets the old terms weigh too
+        # little and matched this mistake's output in cases where few rows are wrong.
+        replay("alpha computed with exp instead of exp2: the running maxima are in log2 units "
+               "(scores times qk_scale = scale * log2(e)), so alpha = exp2(m_i - m_new), like "
+               "p; exp(m_i - m_new) shrinks the old terms too much", max_n=_REPLAY_MAX_N,
+               alpha_base_e=True),
         replay("running max scaled twice in p: p = exp2((s - m_new) * qk_scale) multiplies "
                "m_new, already a scaled logit in log2 units, by qk_scale again; scale the "
                "score alone: p = exp2(s * qk_scale - m_new)", max_n=_REPLAY_MAX_N,
@@ -509,10 +593,29 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                             "unmasked stage 1 ran into the diagonal block (hi1 = start_m * "
                             "BLOCK_M, not (start_m + 1) * BLOCK_M)",
                             max_n=_REPLAY_MAX_N, diagonal_unmasked=True))
+        # Stage bounds and the causal term of keep in other index units: _key_walk64. A
+        # hi2 with BLOCK_N for BLOCK_M gives the output of "stopped after BLOCK_N keys" below
+        # where one row block holds every row (start_m = 0): that one speaks there.
+        hints.append(walk(lambda bm, bn: (
+            f"the causal diagonal stage ends at min((start_m + 1) * BLOCK_N, N): BLOCK_N "
+            f"where BLOCK_M belongs, so with BLOCK_N = {bn} < BLOCK_M = {bm} the masked stage "
+            f"stops short of the row block's end (and is empty for every row block after the "
+            f"first): hi2 = min((start_m + 1) * BLOCK_M, N)"),
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * (bn if n > bm else bm), n))))
+        hints.append(walk(lambda bm, bn: (
+            f"causal mask compares block-local indices: keep must compare the row's index "
+            f"offs_m (start_m * BLOCK_M + i) with the key's offs_n (start_n + j), not "
+            f"tl.arange(0, BLOCK_M) with tl.arange(0, BLOCK_N): the local ones agree only in "
+            f"the diagonal stage's first key block, and here a row block of BLOCK_M = {bm} "
+            f"has {bm // bn} key blocks of BLOCK_N = {bn}; keep &= offs_m[:, None] >= "
+            f"offs_n[None, :]"),
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), local_keep=True))
         hints.append(replay("the causal diagonal stage stopped after BLOCK_N keys: it must run "
                             "from the row block's first key to the end of the row block, "
                             "hi2 = min((start_m + 1) * BLOCK_M, N), not start_m * BLOCK_M + "
-                            "BLOCK_N: later keys of the diagonal block were dropped",
+                            "BLOCK_N (nor (start_m + 1) * BLOCK_N: where one row block holds "
+                            "every row the two are the same): later keys of the diagonal "
+                            "block were dropped",
                             diagonal_one_block=True))
         hints.append(replay("the causal masked stage started at key 0: with lo2 = 0 it runs "
                             "again over the keys left of the diagonal block, which stage 1 "
@@ -527,6 +630,19 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     else:
         hints.append(formula("causal mask applied to a non-causal call",
                              lambda: reference(q, k, v, causal=True, scale=scale_used)))
+        hints.append(walk(lambda bm, bn: (
+            f"the masked stage started at key 0: non-causal, lo2 = 0 walks every key again in "
+            f"the masked stage, so the keys of stage 1 (0..{(n // bn) * bn - 1}, the full "
+            f"blocks of BLOCK_N = {bn}) count twice; stage 2 takes only the ragged tail, "
+            f"lo2 = hi1 = (N // BLOCK_N) * BLOCK_N"),
+            lambda sm, bm, bn: ((n // bn) * bn, 0, n)))
+        hints.append(walk(lambda bm, bn: (
+            f"stage 1 ends at a block count, not a key index: hi1 = N // BLOCK_N "
+            f"(= {n // bn} for N = {n}, BLOCK_N = {bn}) counts key blocks, but the loops run "
+            f"over keys, so stage 1 ends at key (N // BLOCK_N) * BLOCK_N = {(n // bn) * bn}; "
+            f"here the masked stage then ran from key {n // bn} and counted keys "
+            f"{n // bn}..{-(-(n // bn) // bn) * bn - 1} a second time"),
+            lambda sm, bm, bn: (n // bn, n // bn, n)))
     if not generic:
         return hints
     # p shifted by the old max is NaN in every row on any input (p = exp2(+inf) on the first
@@ -1362,6 +1478,9 @@ def _nan_hint(ctx, impl, case, knobs, bad) -> str:
         return (f"NaN or Inf here, and attention is wrong on ordinary inputs of this shape too "
                 f"(random q, k, v, the default scale, the same knobs), so look there first: "
                 f"{ordinary}")
+    units = _max_units_hint(ctx, impl, case, knobs)
+    if units is not None:
+        return units
     merge = (" (and so must the combine kernel's max over the key splits, M: a split's m_s "
              "weighs exp2(m_s - M))") if case.get("splits", 1) > 1 else ""
     if case.kind == "negative_logits":
@@ -1372,6 +1491,70 @@ def _nan_hint(ctx, impl, case, knobs, bad) -> str:
             "subtracted: exp2 of a large logit difference overflowed to inf and inf/inf = NaN"
             + ("; with key splits, also the combine kernel's max over the splits, M, must "
                "start at -inf and be subtracted (weights exp2(m_s - M))" if merge else ""))
+
+
+def _max_units_hint(ctx, impl, case, knobs):
+    """forward.extreme's hint for a running max kept in other units than p's exponent
+    s * qk_scale, or None. Both mistakes below are exact on ordinary inputs (p and alpha use
+    the same max, and any shift cancels in acc / l) and overflow on huge logits like a max not
+    carried, so the hint rests on two probes, each right for the other mistakes named in
+    _nan_hint (max not carried, no max subtracted, a finite start) and NaN for one of these:
+      raw: m_new = max(m_i, max(s)), qk_scale left out: on raw scores -1024 to -103424 under
+        qk_scale = 2^-10 (logits -1 .. -101), p = exp2(s * qk_scale - max(s)) reaches
+        exp2(+1000) and more: inf.
+      outside: m_new = max(m_i, max(s)) * qk_scale: on raw scores 1 .. 25 under qk_scale = 4
+        (logits 4 .. 100), m_i is multiplied by 4 again at every step, so from the second key
+        block on exp2(s * qk_scale - m_new) and alpha are 0, and l = 0 (0 / 0).
+    Scores on feature 0 alone (small integers times powers of two: exact in float32); random
+    v; one program per row block (kv_splits=1); non-causal; the case's N, d and blocks."""
+    from checks.compare import assert_close
+    from checks.context import call_learner
+
+    torch = ctx.torch
+    n, d = case.n, case.d
+    if n == 0:
+        return None
+
+    def probe(raw, qk_scale):
+        q = torch.zeros((n, d), dtype=torch.float32)
+        q[:, 0] = 1.0
+        k = torch.zeros((n, d), dtype=torch.float32)
+        k[:, 0] = raw
+        q, k = q.to(ctx.torch_device), k.to(ctx.torch_device)
+        v = ctx.randn((n, d), "float32")
+        scale = qk_scale / LOG2E
+        out = None
+        try:
+            out = call_learner(impl.attention, q, k, v, scale=scale,
+                               **dict(knobs, kv_splits=1))
+            rtol, atol = tolerance("float32", v, _max_logit(q, k, scale))
+            assert_close(out, reference(q, k, v, causal=False, scale=scale), rtol=rtol,
+                         atol=atol)
+        except CheckFailed:  # NaN or Inf: True; wrong values: False
+            return out is not None and bool((~out.double().isfinite()).any())
+        except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+            return None
+        return "right"
+
+    gen = ctx.generator
+    raw_nan = probe(-1024.0 * torch.randint(1, 102, (n,), generator=gen).double(), 2.0 ** -10)
+    outside_nan = probe(torch.randint(1, 26, (n,), generator=gen).double(), 4.0)
+    if raw_nan is True and outside_nan == "right":
+        return ("running max in raw score units: m_new = max(m_i, tl.max(s, 1)) leaves "
+                "qk_scale out, but p = exp2(s * qk_scale - m_new) subtracts it from logits: the "
+                "two are in different units, so p is not shifted by its own max and overflows "
+                "on large logits (on raw scores -1024 to -103424 under qk_scale = 2^-10, logits "
+                "-1 to -101, it is exp2(+1000) or more: inf, where the right kernel is exact); "
+                "m_new = max(m_i, "
+                "tl.max(s, 1) * qk_scale)")
+    if outside_nan is True and raw_nan == "right":
+        return ("running max scaled outside the maximum: m_new = max(m_i, tl.max(s, 1)) * "
+                "qk_scale multiplies the carried m_i (already a logit in log2 units) by qk_scale "
+                "again at every key block, so the max drifts away from p's logits s * qk_scale "
+                "(on logits 4 .. 100 under qk_scale = 4 every weight and alpha underflows to 0 "
+                "from the second key block on: 0 / 0, where the right kernel is exact); scale "
+                "the block's max alone: m_new = max(m_i, tl.max(s, 1) * qk_scale)")
+    return None
 
 
 def _ordinary_inputs_hint(ctx, impl, case, knobs):

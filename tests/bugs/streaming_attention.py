@@ -334,3 +334,42 @@ BUGS += [
         replace="s = tl.where(keep, s, 0.0)", check="forward.values",
         hint="masked scores set to 0, not -inf"),
 ]
+
+BUGS += [
+    # Found by the fourth learner audit (silent, or a misleading hint). Stage bounds: the
+    # non-causal masked stage started at key 0 (the full key blocks count twice); stage 1 ended
+    # at the block count N // BLOCK_N instead of a key index; the causal diagonal stage ended at
+    # (start_m + 1) * BLOCK_N; the causal term of keep in block-local indices.
+    Bug("noncausal_masked_stage_from_zero",
+        find="        lo2 = hi1\n        hi2 = n_ctx\n",
+        replace="        lo2 = 0\n        hi2 = n_ctx\n",
+        check="forward.values", hint="the masked stage started at key 0: non-causal"),
+    Bug("noncausal_hi1_block_count", find="hi1 = (n_ctx // BLOCK_N) * BLOCK_N",
+        replace="hi1 = n_ctx // BLOCK_N", check="forward.values",
+        hint="stage 1 ends at a block count, not a key index"),
+    Bug("causal_hi2_block_n",
+        find="        hi2 = tl.minimum((start_m + 1) * BLOCK_M, n_ctx)\n",
+        replace="        hi2 = tl.minimum((start_m + 1) * BLOCK_N, n_ctx)\n",
+        check="forward.values",
+        hint="the causal diagonal stage ends at min((start_m + 1) * BLOCK_N, N)"),
+    Bug("causal_keep_block_local",
+        find="keep = keep & (offs_m[:, None] >= offs_n[None, :])",
+        replace="keep = keep & (tl.arange(0, offs_m.shape[0])[:, None] >= offs_n0[None, :])",
+        check="forward.values", hint="causal mask compares block-local indices"),
+    # The online update: alpha with exp on log2-unit maxima; acc * alpha without [:, None]
+    # (compiles where d == BLOCK_M: column c scaled by row c's alpha); the running max of the
+    # raw scores (qk_scale left out), or with qk_scale outside the maximum (m_i scaled again
+    # every step): exact on ordinary inputs, NaN on huge logits.
+    Bug("alpha_exp_not_exp2", find="alpha = tl.math.exp2(m_i - m_new)",
+        replace="alpha = tl.exp(m_i - m_new)", check="forward.values",
+        hint="alpha computed with exp instead of exp2"),
+    Bug("acc_rescaled_by_column", find="        acc = acc * alpha[:, None]\n",
+        replace="        acc = acc * alpha\n", check="forward.values",
+        hint="numerator rescaled along the wrong axis"),
+    Bug("max_of_unscaled_scores", find="m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)",
+        replace="m_new = tl.maximum(m_i, tl.max(s, 1))", check="forward.extreme",
+        hint="running max in raw score units"),
+    Bug("max_scaled_outside_maximum", find="m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)",
+        replace="m_new = tl.maximum(m_i, tl.max(s, 1)) * qk_scale", check="forward.extreme",
+        hint="running max scaled outside the maximum"),
+]
