@@ -201,3 +201,44 @@ BUGS += [
         replace="        y = numerator * (1.0 / tl.sum(numerator, axis=0))[None, :]  # one divide per row",
         check="forward.layouts", hint="row sum taken down the tile's columns"),
 ]
+
+BUGS += [
+    # The fourth-round learner audit (its S1-S7). The plan tests dim against -1, but dim
+    # arrives normalised to 0 or 1: every dim=-1 and dim=1 call reduces over dim 0.
+    Bug("plan_tests_dim_minus_one", find="    if dim == 1:\n        n_i, n_r = n_rows, n_cols\n",
+        replace="    if dim == -1:\n        n_i, n_r = n_rows, n_cols\n", check="forward.layouts",
+        hint="reduction over the wrong dimension"),
+    # Path A's one-block exp2 without the LOG2E factor: the softmax of x * ln 2.
+    Bug("along_exp2_without_log2e", find="numerator = tl.exp2((x - m[:, None]) * LOG2E)",
+        replace="numerator = tl.exp2(x - m[:, None])", check="forward.layouts",
+        hint="exp2 without log2(e)"),
+    # Path A's one-block store with x's strides instead of the output's: the dim=0 probe on
+    # x.t() is right too (there x's strides are the output's), so it must not speak first.
+    Bug("along_store_with_x_strides",
+        find="tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)",
+        replace="tl.store(out_ptr + i * stride_xi + r0 * stride_xr, "
+                "y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)",
+        check="forward.layouts", hint="output written with the input's strides"),
+    # Path B's first pass adds the chunk's exp(x - m) with the old running max (-inf at the
+    # first chunk): the sum is inf and every output 0.
+    Bug("across_chunk_terms_old_max",
+        find="tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),\n",
+        replace="tl.sum(tl.exp2((x - m[None, :]) * LOG2E),\n", check="forward.paths",
+        hint="chunk terms shifted by the old running max"),
+    # Path B's first pass keeps only each chunk's max: right while the maxima grow, an inf sum
+    # once a chunk lies ~120 below an earlier one (forward.paths' drop=True cases).
+    Bug("across_running_max_is_chunk_max", find="m_new = tl.maximum(m, tl.max(x, axis=0))",
+        replace="m_new = tl.max(x, axis=0)", check="forward.paths",
+        hint="running max must be max(m, chunk max)"),
+    # _load_x's address with the two strides exchanged: a transposed read (out of bounds for
+    # most views under the interpreter, where a square probe names it).
+    Bug("load_strides_swapped", find="x_ptr + i * stride_xi + r * stride_xr, mask=",
+        replace="x_ptr + i * stride_xr + r * stride_xi, mask=", check="forward.layouts",
+        hint="x's two strides swapped"),
+    # The audit's side finding: path A's max without [:, None] compiles only on a square tile
+    # (rows of 17 packed 32 to a program: forward.ragged's [70, 17]).
+    Bug("along_max_not_broadcast_square_tile",
+        find="numerator = tl.exp2((x - m[:, None]) * LOG2E)",
+        replace="numerator = tl.exp2((x - m) * LOG2E)", check="forward.ragged",
+        hint="row max not broadcast along its row"),
+]
