@@ -544,9 +544,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         # dropped key scored -1e30 and one scored 0 weigh nearly the same (within bf16's
         # tolerance), and a kernel that drops no key at all already failed forward.values.
         replay_any("masked scores must be -inf, not a finite sentinel: a dropped key (past N, "
-                   "or after the row when causal) got a finite score such as -1e30, and real "
-                   "scores (or logits) can lie below it: then the dropped key outweighs every "
-                   "real one; use -float(\"inf\") (exp2(-inf) = 0 for any running max)",
+                   "or after the row when causal) got a finite score such as -1e30 (or, with "
+                   "no mask at all, the 0 a key past N scores), and real scores (or logits) can "
+                   "lie below it: then the dropped key outweighs every real one; set dropped "
+                   "keys to -float(\"inf\") (exp2(-inf) = 0 for any running max)",
                    [{"mask_logit": c * factor} for c in _SENTINELS
                     for factor in (scale_used, 1.0 / LOG2E)]),
         replay("keys past N unmasked: the last key block reaches past N; those keys load as 0, "
@@ -838,12 +839,38 @@ def _fenced_tail_read(ctx, impl, case, q, k, v, scale):
         stage1 = _diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
         if stage1:
             return stage1
+        # The NaN must come from the fence: on the same inputs followed by zero rows instead of
+        # NaN rows it is gone (a row left with no key, e.g. a causal mask without the diagonal,
+        # is NaN either way and is named by other diagnoses).
+        nan_here = got.isnan() & ~expected.isnan()
+        again = _call_on_zero_padded(ctx, impl, case, q, k, v, scale)
+        if again is None or bool(again.double().cpu()[nan_here].isnan().any()):
+            return None
         return ("tail not masked: the output has NaN, and in this case q, k and v are views of "
                 "the first N rows of longer buffers whose later rows are NaN, so a load read "
                 "rows past N; every load of k and v in the last key block needs the mask "
                 "offs_n < N (other=0), even where p = 0 would seem to cancel it (NaN * 0 = NaN)")
 
     return diagnose
+
+
+def _call_on_zero_padded(ctx, impl, case, q, k, v, scale):
+    """The learner's attention on copies of q, k and v that are the first N rows of longer
+    buffers whose later rows are 0 (the case's mask and knobs), or None if that call fails:
+    reads past N then succeed and add nothing that is NaN."""
+    torch = ctx.torch
+    n, d = q.shape
+    padded = []
+    for t in (q, k, v):
+        buffer = torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device)
+        buffer[:n] = t
+        padded.append(buffer[:n])
+    try:
+        return ctx.call(impl.attention, *padded, causal=bool(case.causal), scale=scale,
+                        **_knobs(case), name="attention on q, k, v followed by zero rows",
+                        expect_shape=tuple(q.shape), expect_dtype=q.dtype)
+    except CheckFailed:
+        return None
 
 
 def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
@@ -853,20 +880,11 @@ def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
     zero rows, so the same reads succeed, and the mistake is named only if that output is its
     float64 replay (_streamed64's diagonal_in_stage1). None otherwise: e.g. a v load without
     its mask gives the right output on zero rows."""
-    torch = ctx.torch
     n, d = q.shape
     if not case.causal or n == 0:
         return None
-    padded = []
-    for t in (q, k, v):
-        buffer = torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device)
-        buffer[:n] = t
-        padded.append(buffer[:n])
-    try:
-        got = ctx.call(impl.attention, *padded, causal=True, scale=scale, **_knobs(case),
-                       name="attention on q, k, v followed by zero rows",
-                       expect_shape=tuple(q.shape), expect_dtype=q.dtype)
-    except CheckFailed:
+    got = _call_on_zero_padded(ctx, impl, case, q, k, v, scale)
+    if got is None:
         return None
     scale_used = d ** -0.5 if scale is None else scale
     expected = reference(q, k, v, causal=True, scale=scale_used)
