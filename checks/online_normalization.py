@@ -915,7 +915,7 @@ HINT_DTYPES = ("from_values refuses int/float32 rows: other real dtypes are conv
 
 @register(W, "from_values.dtypes", tier="cpu", uses=("from_values",),
           doc="rows of Python ints, int32, uint8, float32 and float16 are accepted and give the "
-              "float64 row's state bit for bit")
+              "float64 row's state bit for bit; an empty or all -inf row gives identity()")
 def from_values_dtypes(ctx, impl, case):
     import numpy as np
 
@@ -940,8 +940,21 @@ def from_values_dtypes(ctx, impl, case):
         if not _is_state(impl, got) or _bits(got) != _bits(want):
             _fail(ctx, impl, f"from_values of {what} = {got!r}, but the same values as float64 "
                   f"give {want!r}", HINT_DTYPES)
+    # The rows without mass, here too (identity.laws needs merge as well): the first check a
+    # learner sees after writing from_values alone must catch a missing all -inf branch
+    # (-inf - (-inf) = NaN, which strict mode raises). The empty row is handled before the
+    # exercise: the contract all the same.
+    empty_bits = _bits(impl.State(-math.inf, 0.0))
+    massless = [np.array([], dtype=np.float64), np.full(1, -math.inf),
+                np.full(4, -math.inf), np.full(3, -math.inf, dtype=np.float32)]
+    for row in massless:
+        got = _call(ctx, impl, "from_values", row, all_raise=True)
+        if not _is_state(impl, got) or _bits(got) != empty_bits:
+            _fail(ctx, impl, f"from_values({row!r}) = {got!r}, expected the identity "
+                  f"State(-inf, 0.0)", HINT_NO_MASS)
     ctx.max_error, ctx.tolerance = 0.0, 0.0  # bit for bit
-    ctx.note(f"{len(rows)} row dtypes compared with float64 bit for bit")
+    ctx.note(f"{len(rows)} row dtypes compared with float64 bit for bit; "
+             f"{len(massless)} rows without mass give identity()")
 
 
 @register(W, "bad_calls", tier="cpu", uses=EXERCISES,

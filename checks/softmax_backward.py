@@ -157,20 +157,38 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
                     "y * (dy - <dy, y>), the dot product subtracted from dy before multiplying")
         return None
 
+    def misfit(got, model):
+        # How far got is from a model, in tolerances, summed over the elements (squared): the
+        # model of the mistake made fits best. A NaN or infinite gap is infinitely far.
+        gap = (got - model).abs() / (atol + rtol * model.abs())
+        return float(gap.nan_to_num(torch.inf, torch.inf, torch.inf).square().sum())
+
     def dot_of_one_tile(got, exp, bad):
         # The looped path with `dot = ...` for `dot += ...`: only the last column tile counts.
+        # On 16-bit rows a dot over a short last tile is small, so y * dy (missing_dot) or a
+        # formula slip may fit as well: name the tile only where its model fits best.
         width = y.shape[d]
         yd, dyd, g = (y64, dy64, got) if d == 1 else (y64.t(), dy64.t(), got.t())
+        fits = []
         tile = 16
         while tile < width:
             start = (width - 1) // tile * tile
             dot = (dyd[:, start:] * yd[:, start:]).sum(1, keepdim=True)
-            if _close(g, yd * (dyd - dot), rtol, atol):
-                return (f"<dy, y> not accumulated over the column tiles: the result matches a "
-                        f"dot product over the last {width - start} columns only (tiles of "
-                        f"{tile}); add each tile's part (dot += ...), do not overwrite it")
+            model = yd * (dyd - dot)
+            if _close(g, model, rtol, atol):
+                fits.append((misfit(g, model), tile, start))
             tile *= 2
-        return None
+        if not fits:
+            return None
+        best, tile, start = min(fits)
+        rivals = [exp, y64 * dy64]
+        if width >= 2:
+            rivals += [m for m, _ in _slip_models(y64, dy64, d)]
+        if any(misfit(got, r) <= best for r in rivals):
+            return None
+        return (f"<dy, y> not accumulated over the column tiles: the result matches a "
+                f"dot product over the last {width - start} columns only (tiles of "
+                f"{tile}); add each tile's part (dot += ...), do not overwrite it")
 
     def dot_over_row_block(got, exp, bad):
         # tl.sum(dy * y) without axis=1 sums the whole (BLOCK_M, BLOCK_N) tile: every row of a
@@ -255,9 +273,9 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     # The one tile width that a `2 * BLOCK_N >= n_cols` slip would run in one pass: the
     # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
-    return [missing_dot, sign_flipped, formula_slip, misplaced_parenthesis,
+    return [dot_of_one_tile, missing_dot, sign_flipped, formula_slip, misplaced_parenthesis,
             dot_over_row_block, wrong_dim, *extra,
-            _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot, dot_of_one_tile,
+            _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot,
             dy_strides, ragged_tail]
 
 
@@ -405,6 +423,32 @@ def _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol):
     return diagnose
 
 
+def _backward_dropped_dim(impl, y, dy, dim, expected, rtol, atol):
+    """A diagnosis for Softmax.backward with dim=0: x.grad equals the VJP over dim -1 (the
+    launcher's default) while the learner's softmax_backward(y, dy, dim) itself is right for
+    these inputs (probed), so backward called softmax_backward(y, dy) without the saved dim."""
+
+    def diagnose(got, exp, bad):
+        if dim % 2 != 0 or not _close(got, _vjp64(y, dy, -1), rtol, atol):
+            return None
+        import torch
+
+        try:
+            with torch.no_grad():
+                probe = impl.softmax_backward(y.detach(), dy, dim)
+        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+            return None
+        if not hasattr(probe, "shape") or tuple(probe.shape) != tuple(y.shape):
+            return None
+        if not _close(probe.detach().double().cpu(), expected, rtol / 4, atol / 4):
+            return None
+        return ("Softmax.backward dropped the saved dim: x.grad is the VJP over dim -1, yet "
+                f"softmax_backward(y, dy, {dim}) is right for these inputs; call "
+                "softmax_backward(y, dy, ctx.dim)")
+
+    return diagnose
+
+
 def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, extra=(),
                **knobs):
     """Call softmax_backward and compare with `expected` (float64), naming classic mistakes."""
@@ -488,12 +532,18 @@ def _numpy_vjp(y, dy):
 
 
 _CPU_WIDTHS = [Case(width=n) for n in (1, 2, 3, 8, 33)]
+# The vjp_formula checks test the lesson's math in NumPy and never call the learner's code: a
+# PASS there says nothing about the kernel (an untouched starter passes them).
+FORMULA_ONLY = "the lesson's formula, not your code"
 
 
 @register(W, "vjp_formula.finite_differences", tier="cpu", cases=_CPU_WIDTHS,
-          doc="y * (dy - <dy, y>) equals central finite differences of <dy, softmax(x)> (float64)")
+          doc="(the lesson's formula, not your code) y * (dy - <dy, y>) equals central finite "
+              "differences of <dy, softmax(x)> (float64)")
 def vjp_formula_finite_differences(ctx, impl, case):
     import numpy as np
+
+    ctx.note(FORMULA_ONLY)
 
     rng = ctx.numpy_rng()
     x = rng.standard_normal((3, case.width)) * 2.0
@@ -520,9 +570,12 @@ def vjp_formula_finite_differences(ctx, impl, case):
 
 
 @register(W, "vjp_formula.dense_jacobian", tier="cpu", cases=_CPU_WIDTHS,
-          doc="J = diag(y) - y y^T is symmetric, annihilates constants, and J^T dy = the formula")
+          doc="(the lesson's formula, not your code) J = diag(y) - y y^T is symmetric, "
+              "annihilates constants, and J^T dy = the formula")
 def vjp_formula_dense_jacobian(ctx, impl, case):
     import numpy as np
+
+    ctx.note(FORMULA_ONLY)
 
     rng = ctx.numpy_rng()
     worst = 0.0
@@ -962,9 +1015,11 @@ def autograd_softmax_apply(ctx, impl, case):
 
     ctx.assert_close(x.grad, expected, rtol=tol.rtol, atol=tol.atol + slack,
                      name=f"x.grad of Softmax.apply(x, dim={case.dim})",
-                     diagnose=[saved_x] + _diagnoses(y.detach(), dy, case.dim, tol.rtol,
-                                                     tol.atol + slack,
-                                                     gpu=ctx.device == "cuda"))
+                     diagnose=[saved_x,
+                               _backward_dropped_dim(impl, y, dy, case.dim, expected,
+                                                     tol.rtol, tol.atol + slack)]
+                     + _diagnoses(y.detach(), dy, case.dim, tol.rtol, tol.atol + slack,
+                                  gpu=ctx.device == "cuda"))
     _expect_inplace_detected(ctx, impl, x_saved, w, case, expected, tol.rtol, tol.atol + slack)
 
 
@@ -1072,8 +1127,10 @@ def autograd_finite_differences(ctx, impl, case):
     atol = 16 * eps32 * float(dy64.abs().max())
     ctx.assert_close(x.grad, numeric, rtol=1e-5, atol=atol,
                      name="x.grad vs central differences",
-                     diagnose=_diagnoses(y.detach(), dy32, case.dim, 1e-5, atol,
-                                         gpu=ctx.device == "cuda"))
+                     diagnose=[_backward_dropped_dim(impl, y, dy32, case.dim, numeric, 1e-5,
+                                                     atol),
+                               *_diagnoses(y.detach(), dy32, case.dim, 1e-5, atol,
+                                           gpu=ctx.device == "cuda")])
 
 
 # ---------------------------------------------------------------------------------------------

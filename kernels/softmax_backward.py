@@ -159,6 +159,7 @@ def _launch_vjp(y, dy, dx, dim, *, block_m, block_n, num_warps) -> None:
     """Launch softmax_backward_kernel to write dx, with the reduced dimension as the columns."""
     # TODO(softmax_backward): the kernel reduces along its columns (dimension 1). For dim=0,
     # give it transposed views of y, dy and dx (a view only swaps strides: nothing is copied).
+    # (dim arrives normalised: 0 or 1, never -1.)
     pass
     n_rows, n_cols = y.shape  # rows are independent; <dy, y> runs along the columns
     bm, bn, warps = _pick_tiles(n_rows, n_cols, y.stride(), block_m, block_n, num_warps)

@@ -163,6 +163,7 @@ def _launch_vjp(y, dy, dx, dim, *, block_m, block_n, num_warps) -> None:
     """Launch softmax_backward_kernel to write dx, with the reduced dimension as the columns."""
     # EXERCISE softmax_backward: the kernel reduces along its columns (dimension 1). For dim=0,
     # give it transposed views of y, dy and dx (a view only swaps strides: nothing is copied).
+    # (dim arrives normalised: 0 or 1, never -1.)
     if dim == 0:
         y, dy, dx = y.t(), dy.t(), dx.t()
     # END EXERCISE

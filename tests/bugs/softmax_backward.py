@@ -126,6 +126,10 @@ BUGS += [
     Bug("y_dy_swapped", find="dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)",
         replace="dx = dy * (y - dot[:, None])  # (BLOCK_M, BLOCK_N)", count=2,
         check="backward.values", hint="y and dy swapped"),
+    # ...autograd's backward call without the saved dim: dim=0 reduces over dim -1 instead.
+    Bug("apply_drops_saved_dim", find="dx = softmax_backward(y, dy, ctx.dim)",
+        replace="dx = softmax_backward(y, dy)", check="autograd.softmax_apply",
+        hint="Softmax.backward dropped the saved dim"),
     Bug("apply_y_dy_swapped", find="dx = softmax_backward(y, dy, ctx.dim)",
         replace="dx = softmax_backward(dy, y, ctx.dim)", check="autograd.softmax_apply",
         hint="y and dy swapped"),
