@@ -18,7 +18,9 @@ leaves whole tiles unwritten though its grid had a program for every tile (_unre
 A call that fails with no hint, or with the bounds check's generic one, is asked (_probe_failure)
 whether its K steps advance 2 * BLOCK_K or its loads read past K (small probes on operands
 sliced from wider tensors, see _k_advance_probe and _k_tail_probe). The tile order itself, which
-no output shows, is asked of the module's _tile_coords in a probe kernel (order.grouped).
+no output shows, is asked of the module's _tile_coords in a probe kernel (order.grouped). A call
+without a bias that raises about NoneType is asked again with a bias of zeros: if that runs, the
+bias is loaded without `if HAS_BIAS:` (_bias_guard_hint).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from checks.core import Case, CheckFailed, register
 W = "fused_gemm"
 DTYPES = ("float16", "bfloat16")
 UPCAST_NOTE = "bf16 tl.dot ran upcast to fp32 under Triton's interpreter"
+# What a check that runs gemm_bias_relu waits for: its exercises and _tile_coords's, which
+# both kernels call (order.grouped asks _tile_coords alone: uses=("tile_coords",)).
+USES = ("gemm_bias_relu", "tile_coords")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,6 +86,15 @@ def _tolerance(rounded, magnitude, k: int, dtype):
     eps_out = torch.finfo(dtype).eps
     floor = 2.0 ** -24 if dtype == torch.float16 else 1e-38
     return max(k, 1) * eps32 * magnitude + eps_out * rounded.abs() + floor
+
+
+def _tolerance_formula(bias, dtype) -> str:
+    """`_tolerance` in words, as FAIL messages print it (the terms this call's tolerance has)."""
+    import torch
+
+    magnitude = "sum|a b|" if bias is None else "(sum|a b| + |bias|)"
+    floor = " + 2^-24 (float16's subnormal spacing)" if dtype == torch.float16 else ""
+    return f"max(K, 1) * eps32 * {magnitude} + eps(out) * |c|{floor}"
 
 
 def _round_to(x32, dtype, truncate: bool):
@@ -368,7 +382,7 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
     idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), bad.shape))
     lines = [f"{name}: {n_bad} of {bad.numel()} elements outside tolerance; worst at index {idx}: "
              f"got {got64[idx].item():.6g}, expected {rounded[idx].item():.6g}, |error| "
-             f"{ctx_max:.3g} > {ctx_tol:.3g} (tolerance = K * eps32 * sum|a b| + eps(out) * |c|, "
+             f"{ctx_max:.3g} > {ctx_tol:.3g} (tolerance = {_tolerance_formula(bias, a.dtype)}, "
              f"K = {k})"]
     nan_got = int((got64.isnan() & ~rounded.isnan()).sum())
     if nan_got:
@@ -505,6 +519,26 @@ def _call(ctx, impl, a, b, bias, relu, knobs):
                     **knobs)
 
 
+def _bias_guard_hint(ctx, impl, a, b, bias, relu, knobs, exc) -> str:
+    """Diagnosis of a call without a bias that raised: is the bias loaded without `if HAS_BIAS:`?
+    The launcher passes bias_ptr=None then, and loading through None raises an AttributeError or
+    TypeError about NoneType (under the interpreter "AttributeError: 'NoneType' object has no
+    attribute 'type'"; on a GPU the CompilationError that wraps it names NoneType too). Asked of
+    the learner's code: the same call with a bias of zeros (the same output) must run; if it
+    fails too, the error is not about the missing bias."""
+    if bias is not None or "NoneType" not in exc.message:
+        return ""
+    zeros = ctx.torch.zeros(b.shape[1], dtype=ctx.torch.float32, device=a.device)
+    try:
+        _call(ctx, impl, a, b, zeros, relu, knobs)
+    except CheckFailed:
+        return ""
+    return ("bias loaded without `if HAS_BIAS:`: with bias=None the launcher passes "
+            "bias_ptr=None (and HAS_BIAS=False), and loading through it raises the error above; "
+            "the same call with a bias of zeros runs. Guard the bias load and the add with "
+            "`if HAS_BIAS:` (a tl.constexpr, so the unused branch is never compiled)")
+
+
 def _run(ctx, impl, a, b, bias, relu, **knobs):
     """gemm_bias_relu(a, b, bias, relu=relu, **knobs) through ctx.call. A call that fails (an
     error, a load the interpreter's bounds check stopped) or leaves elements unwritten is
@@ -513,7 +547,8 @@ def _run(ctx, impl, a, b, bias, relu, **knobs):
         try:
             out = _call(ctx, impl, a, b, bias, relu, knobs)
         except CheckFailed as exc:
-            hint = _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], None)
+            hint = (_bias_guard_hint(ctx, impl, a, b, bias, relu, knobs, exc)
+                    or _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], None))
             if not hint:
                 _probe_failure(ctx, impl, exc)
                 raise
@@ -810,7 +845,7 @@ def _flushed(got, expected, bad):
             "the float32 value with .to(OUT_DTYPE) (float16 subnormals included)")
 
 
-@register(W, "forward.ragged", tier="kernel", uses=("gemm_bias_relu",), cases=_ragged_cases,
+@register(W, "forward.ragged", tier="kernel", uses=USES, cases=_ragged_cases,
           doc="relu(a @ b + bias) against the float64 contract, ragged M, N, K, bias/relu on/off, "
               "small results near float16's smallest normal, bfloat16 results past float16's "
               "largest")
@@ -852,7 +887,7 @@ def _layout_cases(device: str) -> list[Case]:
             for d in DTYPES]
 
 
-@register(W, "forward.layouts", tier="kernel", uses=("gemm_bias_relu",), cases=_layout_cases,
+@register(W, "forward.layouts", tier="kernel", uses=USES, cases=_layout_cases,
           doc="transposed, sliced and broadcast (stride 0) operands, read in place through "
               "their strides")
 def forward_layouts(ctx, impl, case):
@@ -894,7 +929,7 @@ def _bias_layout_cases(device: str) -> list[Case]:
             for d in DTYPES]
 
 
-@register(W, "forward.bias_layouts", tier="kernel", uses=("gemm_bias_relu",),
+@register(W, "forward.bias_layouts", tier="kernel", uses=USES,
           cases=_bias_layout_cases,
           doc="a strided bias (every other element of a longer vector; one value expand()ed, "
               "stride 0) adds bias[n], not the n-th float of its storage")
@@ -932,7 +967,7 @@ def _zero_k_cases(device: str) -> list[Case]:
             for bias, relu in _COMBOS]
 
 
-@register(W, "forward.zero_k", tier="kernel", uses=("gemm_bias_relu",), cases=_zero_k_cases,
+@register(W, "forward.zero_k", tier="kernel", uses=USES, cases=_zero_k_cases,
           doc="K = 0: relu(bias) broadcast (or zeros), without reading A or B")
 def forward_zero_k(ctx, impl, case):
     torch = ctx.torch
@@ -973,7 +1008,7 @@ EMPTY_HINT = ("empty output: with M = 0 or N = 0 there is nothing to compute; re
               "programs is nothing to launch), also with persistent=True")
 
 
-@register(W, "forward.empty", tier="kernel", uses=("gemm_bias_relu",), cases=_empty_cases,
+@register(W, "forward.empty", tier="kernel", uses=USES, cases=_empty_cases,
           doc="M = 0 or N = 0: a new empty (M, N) output of a's dtype and no error, "
               "persistent=True included")
 def forward_empty(ctx, impl, case):
@@ -1030,7 +1065,7 @@ def _knobs_ignored(launched, knobs, label="gemm_bias_relu") -> None:
                  "(default_config fills in only those left at None)")
 
 
-@register(W, "forward.k_tail", tier="kernel", uses=("gemm_bias_relu",), cases=_k_tail_cases,
+@register(W, "forward.k_tail", tier="kernel", uses=USES, cases=_k_tail_cases,
           doc="K not a multiple of block_k, operands sliced from wider tensors (tail reads land "
               "in real memory: random numbers, then NaN)")
 def forward_k_tail(ctx, impl, case):
@@ -1140,7 +1175,7 @@ def _cancellation_inputs(ctx, dtype: str, m=16, n=24, k=16):
     return a.to(dev), b.to(dev), bias.to(dev)
 
 
-@register(W, "contract.early_rounding", tier="kernel", uses=("gemm_bias_relu",),
+@register(W, "contract.early_rounding", tier="kernel", uses=USES,
           cases=[Case(dtype=d, relu=r) for d in DTYPES for r in (True, False)],
           doc="bias cancels a large product: rounding before the epilogue is caught")
 def contract_early_rounding(ctx, impl, case):
@@ -1172,7 +1207,7 @@ def _group_cases(device: str) -> list[Case]:
     return [Case(shape=(100, 90, 40), blocks=(32, 32, 16), dtype=d) for d in DTYPES]
 
 
-@register(W, "knobs.group_m", tier="kernel", uses=("gemm_bias_relu",), cases=_group_cases,
+@register(W, "knobs.group_m", tier="kernel", uses=USES, cases=_group_cases,
           doc="GROUP_M only reorders tiles: every value gives the bitwise same output")
 def knobs_group_m(ctx, impl, case):
     torch = ctx.torch
@@ -1259,7 +1294,7 @@ NO_TILE_COORDS_HINT = ("no _tile_coords helper: this check asks the module's "
                        "it from the kernels")
 
 
-@register(W, "order.grouped", tier="kernel", uses=("gemm_bias_relu",), cases=_order_cases,
+@register(W, "order.grouped", tier="kernel", uses=("tile_coords",), cases=_order_cases,
           doc="_tile_coords hands out tiles in grouped order: GROUP_M tile rows per band, ids "
               "running down the band's columns (asked of the helper in a probe kernel)")
 def order_grouped(ctx, impl, case):
@@ -1335,7 +1370,7 @@ def _block_cases(device: str) -> list[Case]:
     return [Case(config=c, dtype=d) for c in configs for d in DTYPES]
 
 
-@register(W, "knobs.blocks", tier="kernel", uses=("gemm_bias_relu",), cases=_block_cases,
+@register(W, "knobs.blocks", tier="kernel", uses=USES, cases=_block_cases,
           doc="block sizes, warps and stages change nothing beyond float32 rounding")
 def knobs_blocks(ctx, impl, case):
     if case.config == "CONFIGS":
@@ -1450,7 +1485,7 @@ def _persistent_inputs(ctx, case, **knobs):
     return a, b, bias, knobs
 
 
-@register(W, "persistent.tma", tier="kernel", uses=("gemm_bias_relu",), cases=_persistent_cases,
+@register(W, "persistent.tma", tier="kernel", uses=USES, cases=_persistent_cases,
           doc="persistent=True: the persistent TMA-descriptor kernel, row-major and transposed "
               "operands")
 def persistent_tma(ctx, impl, case):
@@ -1527,7 +1562,7 @@ def _stream_k_ignored(launched, m: int, n: int, k: int, knobs) -> None:
                      "K-steps were not shared (see stream_k_tiles)")
 
 
-@register(W, "persistent.stream_k", tier="kernel", uses=("gemm_bias_relu",),
+@register(W, "persistent.stream_k", tier="kernel", uses=USES,
           cases=_stream_k_cases,
           doc="stream_k=True: the tiles of a partly filled last wave shared among all programs; "
               "right, and the same bits on a second call")
@@ -1541,9 +1576,13 @@ def persistent_stream_k(ctx, impl, case):
     try:
         _compare(ctx, out, a, b, bias, case.relu, name=f"gemm_bias_relu({knobs})")
     except CheckFailed as exc:
-        # Right without the sharing? Then the hand-off is what is wrong.
-        plain = _run(ctx, impl, a, b, bias, case.relu, **dict(knobs, stream_k=False))
+        # Right without the sharing? Then the hand-off is what is wrong. tma_store=False: the
+        # shared tiles are stored through _store_tile, so the run without sharing must store
+        # through it too (a TMA store clips the tails itself and would hide an unmasked
+        # _store_tile); a failing call, like wrong values, leaves the hand-off unblamed.
         try:
+            plain = _run(ctx, impl, a, b, bias, case.relu,
+                         **dict(knobs, stream_k=False, tma_store=False))
             _compare(ctx, plain, a, b, bias, case.relu)
         except CheckFailed:
             raise exc from None
@@ -1639,7 +1678,7 @@ def _padding_not_zeroed(got, expected, bad):
     return None
 
 
-@register(W, "staged.unaligned", tier="kernel", uses=("gemm_bias_relu",), cases=_staged_cases,
+@register(W, "staged.unaligned", tier="kernel", uses=USES, cases=_staged_cases,
           doc="stage_unaligned=True: odd K and N through zero-padded aligned copies (the copies "
               "are made, and persistent=True runs the TMA kernel on them)")
 def staged_unaligned(ctx, impl, case):
@@ -1686,7 +1725,7 @@ def staged_unaligned(ctx, impl, case):
 # ---------------------------------------------------------------------------------------------
 # Bad calls
 # ---------------------------------------------------------------------------------------------
-@register(W, "bad_calls", tier="kernel", uses=("gemm_bias_relu",),
+@register(W, "bad_calls", tier="kernel", uses=USES,
           doc="bad calls raise TypeError/ValueError naming the argument, before any launch")
 def bad_calls(ctx, impl, case):
     torch = ctx.torch
@@ -1771,7 +1810,7 @@ def bad_calls(ctx, impl, case):
 # ---------------------------------------------------------------------------------------------
 # CUDA only
 # ---------------------------------------------------------------------------------------------
-@register(W, "cuda.stream", tier="cuda", uses=("gemm_bias_relu",),
+@register(W, "cuda.stream", tier="cuda", uses=USES,
           cases=[Case(shape=(2048, 2048, 1024), dtype="bfloat16", persistent=p)
                  for p in (False, None)],
           doc="launches on the caller's current (non-default) stream")

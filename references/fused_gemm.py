@@ -129,7 +129,7 @@ CONFIGS = [
 @triton.jit
 def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     """Grouped order: linear tile id -> (pid_m, pid_n), the tile's row and column in C."""
-    # EXERCISE gemm_bias_relu: map tile_id to (pid_m, pid_n) in grouped order. Tiles come in
+    # EXERCISE tile_coords: map tile_id to (pid_m, pid_n) in grouped order. Tiles come in
     # bands of GROUP_M tile rows; inside a band the ids run down a column of GROUP_M tiles, then
     # move one column right. The last band may hold fewer than GROUP_M rows. With GROUP_M = 1
     # this is plain row-major order: pid_m = tile_id // num_pid_n, pid_n = tile_id % num_pid_n.
@@ -155,9 +155,10 @@ def _epilogue(
     HAS_BIAS: tl.constexpr, APPLY_RELU: tl.constexpr,
 ):
     """bias + ReLU in float32, then the one rounding: returns the tile in OUT_DTYPE."""
-    # EXERCISE gemm_bias_relu: the epilogue, in float32: add the bias (bias[n] belongs to column
-    # n, so broadcast it down the rows; columns past N load 0), apply the ReLU, and only then
-    # round ONCE to OUT_DTYPE.
+    # EXERCISE gemm_bias_relu: the epilogue, in float32. If HAS_BIAS: add the bias (float32, one
+    # per column: bias[n] belongs to column n, so broadcast it down the rows; columns past N load
+    # 0). Without HAS_BIAS, bias_ptr is None: never load it. If APPLY_RELU: apply the ReLU. Only
+    # then round ONCE to OUT_DTYPE.
     if HAS_BIAS:
         bias = tl.load(bias_ptr + offs_n[None, :], mask=offs_n[None, :] < N, other=0.0)  # (1, BLOCK_N)
         acc = acc + bias
@@ -177,7 +178,9 @@ def _store_tile(
 ):
     # EXERCISE gemm_bias_relu: store the tile, masked to the rows < M and columns < N that exist
     # (the tail tiles overhang the matrix). Widen the offsets to int64 before they multiply a
-    # stride: M * stride_cm may pass 2^31.
+    # stride: M * stride_cm may pass 2^31. That matters only once C has more than 2^31 elements
+    # (an int32 offset wraps there): no check builds such a C, neither the interpreter-size ones
+    # nor the GPU ones, so no check will tell you if you skip it.
     rows = offs_m.to(tl.int64)[:, None]  # (BLOCK_M, 1)
     cols = offs_n.to(tl.int64)[None, :]  # (1, BLOCK_N)
     c_mask = (rows < M) & (cols < N)  # (BLOCK_M, BLOCK_N)
@@ -217,9 +220,10 @@ def gemm_bias_relu_kernel(
     # With K = 0 this loop runs zero times: A and B are never read, acc stays 0.
     for k0 in range(0, K, BLOCK_K):
         # EXERCISE gemm_bias_relu: load the (BLOCK_M, BLOCK_K) tile of A and the (BLOCK_K,
-        # BLOCK_N) tile of B, masking the K tail (columns k0 + offs_k >= K) with 0, then
-        # accumulate their product into acc with tl.dot. If DOT_IN_FP32, upcast both tiles to
-        # float32 first (the interpreter cannot multiply bfloat16).
+        # BLOCK_N) tile of B. Mask BOTH loads where k0 + offs_k >= K (A's columns and B's rows
+        # past the K tail, other=0.0), then accumulate their product into acc with tl.dot. If
+        # DOT_IN_FP32, upcast both tiles to float32 first (the interpreter cannot multiply
+        # bfloat16).
         k_mask = offs_k < K - k0  # (BLOCK_K,) False past the K tail
         a = tl.load(a_ptrs, mask=k_mask[None, :], other=0.0)  # (BLOCK_M, BLOCK_K)
         b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)  # (BLOCK_K, BLOCK_N)

@@ -258,4 +258,13 @@ BUGS += [
         find="    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)",
         replace="    group_size_m = tl.minimum(num_pid_n - first_pid_m, GROUP_M)",
         check="order.grouped", hint="grouped index arithmetic"),
+    # Found by learner audit (G2 #3): the bias loaded without `if HAS_BIAS:`; with bias=None the
+    # launcher passes bias_ptr=None and every bias=None row raised AttributeError ('NoneType'
+    # has no attribute 'type') under a generic hint.
+    Bug("bias_load_unguarded",
+        find="    if HAS_BIAS:\n        bias = tl.load(bias_ptr + offs_n[None, :], mask=offs_n[None, :] < N, "
+             "other=0.0)  # (1, BLOCK_N)\n        acc = acc + bias\n",
+        replace="    bias = tl.load(bias_ptr + offs_n[None, :], mask=offs_n[None, :] < N, "
+                "other=0.0)  # (1, BLOCK_N)\n    acc = acc + bias\n",
+        check="forward.ragged", hint="bias loaded without `if HAS_BIAS:`"),
 ]
