@@ -288,6 +288,29 @@ def _row_offset_without_stride(x):
     return diagnose
 
 
+def _rows_loaded_from_row_zero(x):
+    """Diagnosis: every row of the output equals softmax(x[0]) (row 0 right): every program
+    loaded row 0, the load address without the row offset (x_ptr + cols). Silent when every
+    row of x has row 0's softmax (rows of identical values): nothing tells the two apart."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        n_rows, n_cols = x.shape
+        if n_rows < 2 or n_cols < 1:
+            return None
+        model = expected[0:1].expand_as(expected)
+        tol = tolerance_for(x.dtype)
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        return (f"load address without the row offset: every row of the output equals "
+                f"softmax(x[0]) (row 0 is right, rows 1..{n_rows - 1} repeat it): every program "
+                "loaded row 0; load at x_ptr + row * stride_xm + cols")
+
+    return diagnose
+
+
 def _denominator_sums_z(x, block: int):
     """Diagnosis: the output is exp(z) / sum(z), z = x - max over the block's lanes: the
     denominator sums z instead of exp(z). The padded lanes hold z = -inf, so a ragged row's sum
@@ -357,7 +380,8 @@ def _softmax_diagnoses(width: int, x=None, impl=None, launched=None):
         *([_shift_sign_flipped(x, probe),
            _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS))]
           if probe is not None else []),
-        *([_row_offset_without_stride(x), _denominator_sums_z(x, block),
+        *([_row_offset_without_stride(x), _rows_loaded_from_row_zero(x),
+           _denominator_sums_z(x, block),
            _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x),
            _multiplied_by_sum(x)]
           if x is not None else []),
@@ -427,6 +451,7 @@ def row_softmax_extreme(ctx, impl, case):
         _rows_stored_to_row_zero(x, launched),
         _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
         _shift_sign_flipped(x, probe, model_required=False),
+        _rows_loaded_from_row_zero(x),
         _denominator_sums_z(x, block),
         _finite_tail_sentinel(x),
         _max_taken_as_zero(x),

@@ -106,11 +106,17 @@ def _simulated(hint, simulate, match, differ):
     return diagnose
 
 
-def diagnoses(x, dim: int):
-    """The classic mistakes of this workshop, most specific first, for input x and `dim`."""
+def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None):
+    """The classic mistakes of this workshop, most specific first, for input x and `dim`.
+    `never_written`: the mask of the output's elements that still hold the checks' fill of
+    fresh memory (ctx.never_written), or None; a diagnosis that reads non-finite values as
+    the kernel's own NaN or inf leaves those out. `minus_inf_probe`: a callable that says
+    whether the learner's softmax of x's softmax rows laid out contiguously (no strides to get
+    wrong, the same path and knobs) NaNs the same rows; when given, "running max still -inf"
+    needs it."""
     import torch
 
-    from checks.compare import tolerance_for
+    from checks.compare import agrees, tolerance_for
 
     tol = tolerance_for(x.dtype)
     exact = (tol.rtol, tol.atol)  # the check's own tolerance: a mistake must break it
@@ -161,13 +167,25 @@ def diagnoses(x, dim: int):
         return None if sim is None else sim.softmax(dim)
 
     def minus_inf_run(got, expected, bad):
+        # The guard's mistake NaNs exactly the softmax rows whose first block is all -inf: every
+        # row with a NaN must start with -inf in x, and every other row must be right (a read
+        # from the wrong cells, say, gets NaN rows from the -inf of other rows and wrong ones).
         if not bool(x.detach().isneginf().any()):
             return None
-        if bool((got.isnan() & ~expected.isnan()).any()):
-            return ("running max still -inf: a row that starts with a block of -inf (masked "
-                    "logits) leaves m_new = -inf, and exp(m - m_new) = exp(-inf - (-inf)) = NaN; "
-                    "shift by 0 while the running max is -inf")
-        return None
+        g, e = softmax_rows(got), softmax_rows(expected)
+        nan_rows = (g.isnan() & ~e.isnan()).any(dim=1)
+        if not bool(nan_rows.any()):
+            return None
+        leading = softmax_rows(x)[:, 0].isneginf()
+        if not bool(leading[nan_rows].all()):
+            return None
+        if not bool(agrees(g[~nan_rows], e[~nan_rows], *exact).all()):
+            return None
+        if minus_inf_probe is not None and not minus_inf_probe(nan_rows):
+            return None  # the same rows laid out contiguously come out otherwise: a layout slip
+        return ("running max still -inf: a row that starts with a block of -inf (masked "
+                "logits) leaves m_new = -inf, and exp(m - m_new) = exp(-inf - (-inf)) = NaN; "
+                "shift by 0 while the running max is -inf")
 
     def softmax_rows(t):
         """t (x's shape) as one softmax row per line: (rows, n_r), float64 on the CPU."""
@@ -178,7 +196,11 @@ def diagnoses(x, dim: int):
         # statistic that starts from (or pads with) a max of 0 leaves a sum of 0: inf or NaN.
         row_max = softmax_rows(x).amax(dim=1)
         far = row_max.isfinite() & (row_max < -80.0)
-        broken = ((~softmax_rows(got).isfinite()).any(dim=1)
+        nonfinite = ~softmax_rows(got).isfinite()
+        if never_written is not None:
+            # elements no kernel wrote hold the checks' NaN fill, not an underflowed 0 / 0
+            nonfinite &= softmax_rows(never_written.to("cpu").reshape(x.shape)) == 0
+        broken = (nonfinite.any(dim=1)
                   & softmax_rows(expected).isfinite().all(dim=1))
         if not bool((far & broken).any()):
             return None
@@ -333,7 +355,6 @@ def diagnoses(x, dim: int):
         max_seeded_zero,
         finite_tail_sentinel,
         no_max,
-        minus_inf_run,
         _simulated(f"input read as if dense: the kernel used contiguous strides ({n_cols}, 1) "
                    f"instead of x.stride() = {tuple(x.stride())}, so a broadcast (stride 0) or "
                    "strided view reads the wrong cells; pass both of x's strides",
@@ -345,6 +366,9 @@ def diagnoses(x, dim: int):
                    f"adjacent (stride 1) instead of stride {x.stride(d)}; multiply the position "
                    "along the row by its stride", stride_ignored, match=(rtol, atol),
                    differ=exact),
+        # (after the layout diagnoses: a read from the wrong cells of a masked input also
+        # leaves NaN rows)
+        minus_inf_run,
         _simulated("exp2 without log2(e): the output matches the softmax of x * ln 2, what "
                    "tl.exp2(x - m) computes (2^t, not e^t); exp(t) = exp2(t * LOG2E), so "
                    "multiply the shifted logits by LOG2E inside the exp2", exp2_without_log2e,
@@ -444,10 +468,11 @@ def _strides_swapped(impl, x):
     return diagnose
 
 
-def _dim0_setup_wrong(impl, x, dim):
+def _dim0_setup_wrong(impl, x, dim, knobs=None):
     """A diagnosis for dim=0 (or -2): the learner's softmax of x.t() along dim=-1 is the same
     problem with the same strides, so when that call is right and the dim=0 one is not, the
-    mistake is in how the dim=0 plan swaps the roles (a size left unswapped), not in a kernel."""
+    mistake is in how the dim=0 plan swaps the roles (a size left unswapped), not in a kernel.
+    `knobs` (path, block_r, ...): the call's own, so that the probe runs the same plan."""
     from checks.compare import agrees, tolerance_for
 
     def diagnose(got=None, expected=None, bad=None):
@@ -463,7 +488,7 @@ def _dim0_setup_wrong(impl, x, dim):
             import torch
 
             with torch.no_grad():
-                probe = impl.softmax(x.t(), -1)
+                probe = impl.softmax(x.t(), -1, **(knobs or {}))
         except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
             return None
         truth = _softmax64(x, dim)
@@ -487,9 +512,8 @@ def _call(ctx, impl, x, dim, **knobs):
     except CheckFailed as exc:
         if left_the_tensors(exc.message):
             # (The strides probe calls without knobs: it asks about the load, which every
-            # plan shares; the dim=0 probe asks about the plan the knobs change.)
-            hint = ((_dim0_setup_wrong(impl, x, dim)() if not knobs else None)
-                    or _strides_swapped(impl, x)())
+            # plan shares; the dim=0 probe passes the call's knobs, so its plan is the same.)
+            hint = (_dim0_setup_wrong(impl, x, dim, knobs)() or _strides_swapped(impl, x)())
             if hint:
                 exc.hint = hint
                 raise
@@ -533,12 +557,12 @@ def _knobs_ignored(launched, dim, knobs: dict) -> None:
                  "chooses only those left out (None), and the launch passes them on")
 
 
-def _compare(ctx, x, dim, out, extra=()):
+def _compare(ctx, x, dim, out, extra=(), minus_inf_probe=None):
     """out against the float64 softmax of x; `extra` diagnoses go before the usual ones."""
     name = (f"softmax(x, dim={dim}) of x {tuple(x.shape)} with strides {tuple(x.stride())}, "
             f"storage offset {x.storage_offset()}")
     ctx.assert_close(out, _softmax64(x, dim), name=name,
-                     diagnose=[*extra, *diagnoses(x, dim)])
+                     diagnose=[*extra, *diagnoses(x, dim, ctx.never_written(out), minus_inf_probe)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -704,7 +728,8 @@ def forward_paths(ctx, impl, case):
                             "tile allowed and must be accepted; refuse only block_r * block_i > "
                             "65536")
             raise
-    _compare(ctx, x, case.dim, out, extra)
+    # (last of the extras: the probe softmax(x.t(), dim=-1, same knobs) runs the same plan)
+    _compare(ctx, x, case.dim, out, [*extra, _dim0_setup_wrong(impl, x, case.dim, knobs)])
     # Right values alone do not show which path ran: every kernel here computes the same
     # softmax, so a launcher that ignored the knob would pass on values. The names do show it.
     asked = _path_asked(case)
@@ -1041,8 +1066,41 @@ def forward_extreme(ctx, impl, case):
         per_split = (math.ceil(math.ceil(n_r / splits) / case.block_r) * case.block_r
                      if splits > 1 else 0)
         extra = _first_pass_wrong(x, dim, case.block_r, per_split)
-    _compare(ctx, x, dim, out, extra)
+    probe = (_minus_inf_probe(impl, x, dim, knobs, launched)
+             if bool(x.detach().isneginf().any()) else None)
+    _compare(ctx, x, dim, out, [*extra, _dim0_setup_wrong(impl, x, dim, knobs)], probe)
     _knobs_ignored(launched, dim, knobs)
+
+
+def _minus_inf_probe(impl, x, dim, knobs, launched):
+    """A probe for "running max still -inf": the learner's softmax of x's softmax rows copied
+    into a contiguous (rows, n_r) tensor, dim=-1, on the path the failing call launched and with
+    its knobs. The guard's mistake NaNs the same rows there (the same values, blocks and path);
+    a read from the wrong cells (a stride ignored) cannot happen on unit strides, so the probe
+    then comes out right. Called with the rows the failing call NaN'd; False when the probe
+    raises or differs."""
+
+    def probe(nan_rows) -> bool:
+        import torch
+
+        names = [launch.name for launch in launched]
+        path = ("A" if names and all(n == "softmax_along_kernel" for n in names)
+                else "B" if names and all(n.startswith("softmax_across") for n in names)
+                else None)
+        rows = x.detach().movedim(dim % 2, -1).reshape(-1, x.shape[dim % 2]).contiguous()
+        extra = dict(knobs, **({"path": path} if path else {}))
+        try:
+            with torch.no_grad():
+                out = impl.softmax(rows, -1, **extra)
+            got = out.detach().double().cpu()
+        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+            return False
+        if tuple(got.shape) != tuple(rows.shape):
+            return False
+        expected = _softmax64(rows, -1)
+        return bool(torch.equal((got.isnan() & ~expected.isnan()).any(dim=1), nan_rows))
+
+    return probe
 
 
 @register(W, "forward.fresh_output", tier="kernel", uses=SOFTMAX,

@@ -683,7 +683,8 @@ def plan(x: torch.Tensor, dim: int = -1, *, block_r: int | None = None,
     # TODO(softmax, plan): set n_i, n_r, stride_xi, stride_xr, stride_oi and stride_or, the
     # sizes and strides of the two roles (i: which softmax row, r: position along it), for x
     # and for the output. For dim=1 the rows of x are the softmax rows. For dim=0 the softmax rows are the
-    # rows of x.t(): swap the two sizes and the two strides; nothing is copied.
+    # rows of x.t(): swap the two sizes, x's two strides and the output's two strides; nothing
+    # is copied.
     pass
 
     path = path or _choose_path(n_r, n_i, stride_xr, stride_xi, stride_or)

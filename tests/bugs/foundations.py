@@ -184,3 +184,11 @@ BUGS += [
         replace="y = tl.load(y_ptr + tl.arange(0, BLOCK), mask=mask)", check="add.values",
         hint="y's load ignores the program id"),
 ]
+
+BUGS += [
+    # The load address without the row offset: every program loads row 0, so every row of the
+    # output is softmax(x[0]) (row 0 right).
+    Bug("softmax_load_without_row_offset", find="x = tl.load(x_ptr + row * stride_xm + cols,",
+        replace="x = tl.load(x_ptr + cols,", check="row_softmax.values",
+        hint="load address without the row offset"),
+]

@@ -242,3 +242,12 @@ BUGS += [
         replace="numerator = tl.exp2((x - m) * LOG2E)", check="forward.ragged",
         hint="row max not broadcast along its row"),
 ]
+
+BUGS += [
+    # The dim=0 plan swaps x's sizes and strides but not the output's: the kernel stores
+    # softmax row i at the output's row i. The probe softmax(x.t(), dim=-1) with the same knobs
+    # is right, so the hint names the plan, not a kernel's store.
+    Bug("dim0_output_strides_not_swapped", find="        stride_or, stride_oi = out_strides\n",
+        replace="        stride_oi, stride_or = out_strides\n", check="forward.paths",
+        hint="dim=0 set up wrong"),
+]
