@@ -519,6 +519,17 @@ def _call(ctx, impl, a, b, bias, relu, knobs):
                     **knobs)
 
 
+def _mentions_none_or_compile(exc) -> bool:
+    """The failure names NoneType somewhere in its chain of causes, or Triton could not compile
+    the kernel (on a GPU the outer CompilationError shows only the line of the call into
+    _epilogue; measured in the thirty-first session's GPU zoo)."""
+    seen, link = [exc.message], exc.__cause__
+    while link is not None and len(seen) < 8:
+        seen.append(f"{type(link).__name__}: {link}")
+        link = link.__cause__ or link.__context__
+    return any("NoneType" in text or "CompilationError" in text for text in seen)
+
+
 def _bias_guard_hint(ctx, impl, a, b, bias, relu, knobs, exc) -> str:
     """Diagnosis of a call without a bias that raised: is the bias loaded without `if HAS_BIAS:`?
     The launcher passes bias_ptr=None then, and loading through None raises an AttributeError or
@@ -526,7 +537,7 @@ def _bias_guard_hint(ctx, impl, a, b, bias, relu, knobs, exc) -> str:
     attribute 'type'"; on a GPU the CompilationError that wraps it names NoneType too). Asked of
     the learner's code: the same call with a bias of zeros (the same output) must run; if it
     fails too, the error is not about the missing bias."""
-    if bias is not None or "NoneType" not in exc.message:
+    if bias is not None or not _mentions_none_or_compile(exc):
         return ""
     zeros = ctx.torch.zeros(b.shape[1], dtype=ctx.torch.float32, device=a.device)
     try:
