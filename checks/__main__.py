@@ -34,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--only", metavar="TEXT", help="only checks whose id contains TEXT")
     p_run.add_argument("--stop-at-hint", metavar="TEXT", help="stop at the first FAIL whose hint "
                        "contains TEXT (the bug zoo: one such FAIL is the answer)")
-    p_run.add_argument("-v", "--verbose", action="store_true", help="show details of PASS rows too")
+    p_run.add_argument("-v", "--verbose", action="store_true",
+                       help="one row per case, with every detail (by default a check's PASS "
+                       "rows fold into one, and its FAILs with the same hint are listed on one "
+                       "line under the first)")
     p_run.add_argument("--shard", metavar="I/N", help="run every N-th (check, case) from the I-th "
                        "on (0 <= I < N); give all N shards the same --seed, then `merge`")
 
@@ -94,12 +97,14 @@ def _run(args) -> int:
     from checks import report, runner
     from checks.device import DeviceError
 
+    progress = _Progress(sys.stderr)
     if args.json:
         # A run stopped from outside (`timeout`, a cluster's time limit) still saves what it
         # has, marked incomplete, instead of losing every result.
         import signal
 
         def save_and_exit(signum, frame):
+            progress.clear()
             if runner.current is not None:
                 runner.current.header["incomplete"] = True
                 report.write_json(runner.current, args.json)
@@ -109,22 +114,54 @@ def _run(args) -> int:
 
         signal.signal(signal.SIGTERM, save_and_exit)
 
-    def progress(result):
-        print(f"  {result.outcome:<11} {result.workshop}/{result.check}  {result.case_label}",
-              file=sys.stderr, flush=True)
-
     try:
         the_run = runner.run(args.workshops, impl=args.impl, device=args.device, seed=args.seed,
                              timeout=args.timeout, only=args.only, progress=progress,
                              shard=args.shard_pair, stop_at_hint=args.stop_at_hint)
     except (DeviceError, ValueError) as exc:
+        progress.clear()
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(report.text_table(the_run, verbose=args.verbose))
+    progress.clear()
+    print(report.text_table(the_run, verbose=args.verbose), flush=True)
     if args.json:
         report.write_json(the_run, args.json)
         print(f"wrote {args.json}")
     return 1 if the_run.failed else 0
+
+
+class _Progress:
+    """A line per case while a run goes on. On a terminal: one line, rewritten in place (and
+    cleared before the table), since the table says it all again. Anywhere else (a log, CI, a
+    pipe): one line per case, as the GPU validation logs want, with stdout flushed first so
+    that the two streams, piped together, keep their order."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.live = stream.isatty()
+        self.count = 0
+        self.shown = False
+
+    def __call__(self, result) -> None:
+        self.count += 1
+        line = f"  {result.outcome:<11} {result.workshop}/{result.check}  {result.case_label}"
+        sys.stdout.flush()  # whatever the checked code printed comes first
+        if not self.live:
+            print(line, file=self.stream, flush=True)
+            return
+        import shutil
+
+        width = shutil.get_terminal_size().columns - 1
+        line = f"[{self.count}] {line.strip()}"[:max(width, 10)]
+        self.stream.write("\r\x1b[K" + line)  # carriage return, clear to the end of the line
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.shown = False
+        self.stream.flush()
 
 
 if __name__ == "__main__":

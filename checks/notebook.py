@@ -102,8 +102,11 @@ def explain(exc: BaseException) -> None:
 
 
 def check(workshop: str, impl: str = "kernels", *, device: str = "auto", only: str | None = None,
-          expect_all_pass: bool = False, seed: int | None = None):
+          expect_all_pass: bool = False, seed: int | None = None, verbose: bool = False):
     """Run the workshop's checks and display them as a table; return the results.
+
+    The table folds a check's PASS rows into one and lists its FAILs that share a hint on one
+    line under the first (as `python -m checks run` does); `verbose=True` shows every case.
 
     With `expect_all_pass=True` (papermill runs of the references) any outcome other than PASS
     or UNAVAILABLE raises, so a headless run fails loudly.
@@ -111,7 +114,7 @@ def check(workshop: str, impl: str = "kernels", *, device: str = "auto", only: s
     implementation = loader.resolve(impl)
     loader.reload_all(implementation)
     the_run = runner.run([workshop], impl=impl, device=device, only=only, seed=seed)
-    _display(the_run)
+    _display(the_run, verbose)
     if expect_all_pass:
         bad = [r for r in the_run.results if r.outcome not in ("PASS", "UNAVAILABLE")]
         if bad:
@@ -120,10 +123,10 @@ def check(workshop: str, impl: str = "kernels", *, device: str = "auto", only: s
     return the_run.results
 
 
-def _display(the_run) -> None:
+def _display(the_run, verbose: bool = False) -> None:
     try:
         from IPython.display import HTML, display
     except ImportError:
-        print(report.text_table(the_run))
+        print(report.text_table(the_run, verbose=verbose))
         return
-    display(HTML(report.html_table(the_run.results, the_run.header)))
+    display(HTML(report.html_table(the_run.results, the_run.header, verbose=verbose)))

@@ -285,34 +285,123 @@ def test_attention_tail_hint_needs_a_tail_beyond_the_first_row_block():
     assert not hint(128, 200, [130], causal=False).startswith("tail not masked")
 
 
-def test_check_table_collapses_identical_todo_rows_only():
-    """An untouched starter shows one TODO row per check, not one per case, and so does a module
-    that does not import; other FAILs keep a row per case."""
+def _result(check, outcome, n, message="", hint="", **case):
     from checks.core import Result
-    from checks.report import html_table
 
-    def result(check, outcome, n, message="fill in kernels/x.py:10 TODO(f)"):
-        return Result("w", check, {"n": n}, "kernel", "interpreter", outcome, message)
+    return Result("w", check, {"n": n, **case, "seed": 1000 + n}, "kernel", "interpreter",
+                  outcome, message, hint)
 
-    rows = [result("a", "TODO", n) for n in range(5)] + [result("b", "TODO", 1),
-            result("b", "TODO", 2, "fill in kernels/x.py:20 TODO(g)")]
-    rows += [result("c", "FAIL", n, "wrong") for n in range(3)]
-    # A module that does not import fails every case alike: one row per check.
-    rows += [result("d", "FAIL", n, "could not import x.py for w: SyntaxError") for n in range(4)]
-    table = html_table(rows)
-    # header, a once, b twice (two messages), c x3 (a real FAIL per case), d once
-    assert table.count("<tr>") == 1 + 1 + 2 + 3 + 1
-    assert "5 cases" in table and "4 cases" in table and "<b>7 FAIL, 7 TODO</b>" in table
 
-    # The command line's table folds the same rows (and shows every case with --verbose).
+def _text_table(rows, verbose=False):
     from checks.report import text_table
     from checks.runner import Run
 
     run = Run(header={"impl": "kernels", "device": "interpreter", "seed": 1}, results=rows)
-    text = text_table(run)
+    return text_table(run, verbose=verbose)
+
+
+def test_check_table_folds_todo_and_import_failures_per_check():
+    """An untouched starter shows one TODO row per check, not one per case, and so does a module
+    that does not import; -v shows every case."""
+    from checks.report import html_table
+
+    todo = "fill in kernels/x.py:10 TODO(f)"
+    rows = [_result("a", "TODO", n, todo) for n in range(5)] + [_result("b", "TODO", 1, todo),
+            _result("b", "TODO", 2, "fill in kernels/x.py:20 TODO(g)")]
+    rows += [_result("c", "FAIL", n, "wrong") for n in range(3)]
+    # A module that does not import fails every case alike: one row per check.
+    rows += [_result("d", "FAIL", n, "could not import x.py for w: SyntaxError") for n in range(4)]
+    table = html_table(rows)
+    # header, a once, b twice (two messages), c once (+ a line naming the 2 others), d once
+    assert table.count("<tr>") == 1 + 1 + 2 + 1 + 1
+    assert "5 cases" in table and "4 cases" in table and "<b>7 FAIL, 7 TODO</b>" in table
+    assert "... and 2 more FAIL cases of c with the same message: n=1; n=2" in table
+
+    # The command line's table folds the same rows (and shows every case with --verbose).
+    text = _text_table(rows)
     assert text.count("could not import") == 1 and "4 cases" in text and "5 cases" in text
-    assert text.count("wrong") == 3
-    assert text_table(run, verbose=True).count("could not import") == 4
+    assert text.count("wrong") == 1  # the first FAIL's message; the line under it names the others
+    verbose = _text_table(rows, verbose=True)
+    assert verbose.count("could not import") == 4 and verbose.count("wrong") == 3
+    assert "cases" not in verbose.split("\n\ntier")[0]
+
+
+def test_check_table_folds_pass_rows_and_keeps_every_fail():
+    rows = [_result("w.values", "PASS", n, dtype="float16") for n in range(21)]
+    rows[3].notes = ["bf16 widened"]
+    rows += [_result("w.other", "PASS", 7)]
+    text = _text_table(rows)
+    body = text.split("\n\ntier")[0].splitlines()[1:]
+    assert len(body) == 3, text  # 21 rows -> one, its note once, the single PASS with its case
+    assert body[0].split() == ["PASS", "kernel", "w/w.values", "21", "cases"]
+    assert "note: bf16 widened (1 of 21 cases)" in body[1]
+    assert body[2].endswith("n=7 seed=1007")
+    verbose = _text_table(rows, verbose=True)
+    assert verbose.count("PASS        kernel w/w.values") == 21
+    assert text.split("\n\ntier")[1].splitlines()[-1].split()[-1] == "22"  # totals: every case
+
+    # FAILs are never folded into a count: the first of a hint in full, the others by case.
+    hint = "tail not masked: load with mask=offs < n"
+    fails = [_result("w.values", "FAIL", n, f"max error {n}", hint, shape=(4, n), dtype="float16")
+             for n in range(30, 113)]
+    mixed = [_result("w.values", "PASS", 1), *fails[:2], _result("w.values", "PASS", 2),
+             *fails[2:], _result("w.values", "FAIL", 9, "raised IndexError")]
+    text = _text_table(mixed)
+    assert text.count("hint: " + hint) == 1 and "max error 30" in text and "max error 31" not in text
+    assert "... and 82 more FAIL cases of w.values with the same hint: n=31 shape=4x31; " in text
+    assert "-v shows every case" in text  # 82 labels are cut short; -v lists them
+    assert "raised IndexError" in text  # another FAIL: its own row
+    assert text.count("PASS        kernel w/w.values") == 2  # before and after the first FAIL
+    assert max(len(line) for line in text.splitlines()) <= 110  # the case list wraps
+    verbose = _text_table(mixed, verbose=True)
+    assert verbose.count("hint: " + hint) == 83 and "more FAIL" not in verbose
+
+    # A hint that quotes the case's sizes is the same hint, up to its numbers; other words are not.
+    quoting = [_result("w.values", "FAIL", n, "wrong", f"tail not masked: {n} lanes past {n + 1}")
+               for n in (3, 5)] + [_result("w.values", "FAIL", 7, "wrong", "program id not used")]
+    text = _text_table(quoting)
+    assert "... and 1 more FAIL case of w.values with the same hint (up to its numbers): n=5" in text
+    assert "hint: program id not used" in text and "tail not masked: 5 lanes" not in text
+
+    # The notebook's table folds alike, and unfolds with verbose.
+    from checks.report import html_table
+
+    assert html_table(mixed).count("<tr>") == 1 + 4 and "82 more FAIL cases" in html_table(mixed)
+    assert html_table(mixed, verbose=True).count("<tr>") == 1 + len(mixed)
+
+
+def test_cuda_row_off_the_gpu_says_how_many_cases_it_stands_for():
+    message = ("needs a CUDA GPU; this run uses the Triton CPU interpreter (6 cases on a GPU; "
+               "this row stands for all)")
+    row = _result("cuda.big", "UNAVAILABLE", 1, message)
+    text = _text_table([row])
+    assert "w/cuda.big  6 cases" in text and "seed=" not in text.split("\n\ntier")[0]
+
+
+def test_progress_is_one_line_on_a_terminal_and_a_line_per_case_elsewhere():
+    import io
+
+    from checks.__main__ import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    rows = [_result("a", "PASS", n) for n in range(3)]
+    piped = io.StringIO()
+    progress = _Progress(piped)
+    for r in rows:
+        progress(r)
+    progress.clear()
+    assert piped.getvalue().count("\n") == 3 and "\r" not in piped.getvalue()
+    terminal = Terminal()
+    progress = _Progress(terminal)
+    for r in rows:
+        progress(r)
+    progress.clear()
+    shown = terminal.getvalue()
+    assert "\n" not in shown and shown.count("\r") == 4 and shown.endswith("\r\x1b[K")
+    assert "[3] PASS" in shown
 
 
 def test_notebook_try_cells_skip_unfinished_exercises_and_explain_finished_ones(capsys):
