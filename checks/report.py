@@ -208,7 +208,7 @@ _STANDS_FOR = re.compile(r"\((\d+) cases on a GPU; this row stands for all\)")
 def _stands_for(r: Result) -> int:
     """How many cases a row stands for: off the GPU a cuda-tier check runs (and reports) one
     case for all of them, and its message says how many (checks/runner.py)."""
-    found = _STANDS_FOR.search(r.message) if r.outcome == "UNAVAILABLE" else None
+    found = _STANDS_FOR.search(r.message) if r.outcome in ("UNAVAILABLE", "TODO") else None
     return int(found.group(1)) if found else 1
 
 

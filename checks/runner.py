@@ -100,7 +100,7 @@ def run(workshops: list[str] | None = None, impl: str = "kernels", device: str =
                 the_run.order.append(unit)
                 result = _run_one(check, case, module, import_error, implementation,
                                   tier_device, seed, timeout)
-                if gpu_cases and result.outcome == UNAVAILABLE:
+                if gpu_cases and result.outcome in (UNAVAILABLE, TODO):
                     result.message += f" ({gpu_cases} cases on a GPU; this row stands for all)"
                 the_run.results.append(result)
                 if progress:
