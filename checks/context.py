@@ -452,9 +452,11 @@ def _exception_hint(exc: BaseException) -> str:
         # Triton's broadcast refused two block shapes: in these kernels almost always a
         # reduction over the other axis, or a per-row vector meeting a tile unbroadcast.
         return ("block shapes do not broadcast: a reduction over the wrong axis (tl.sum / "
-                "tl.max(t, axis=...) of a (rows, cols) tile with axis=1 gives one value per "
-                "row), or a per-row value of shape (BLOCK_M,) combined with a tile without "
-                "[:, None]; the message names the line (tl.static_print shows shapes)")
+                "tl.max(t, axis=...) must run along the row: axis=1 of a (rows, cols) tile, "
+                "axis=0 of a tile laid out (positions, rows) such as strided softmax's path B), "
+                "or a per-row value combined with a tile without being broadcast back ([:, None] "
+                "for a (rows, cols) tile, [None, :] for a (positions, rows) one); the message "
+                "names the line (tl.static_print shows shapes)")
     if name == "CompilationError":
         return "Triton could not compile the kernel: the message shows the line and the reason"
     if name == "InterpreterError":
