@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from checks import compare
-from checks.core import CheckFailed, Unavailable
+from checks.core import CheckFailed, ExercisePending, Unavailable
 from checks.device import torch_device
 
 # The hint of every output found in memory an earlier call returned (see expect_fresh).
@@ -57,6 +57,8 @@ class CheckContext:
         self._earlier_bytes = 0
         # (output, mask of its elements never written) for the outputs of call() with any
         self._never_written: list[tuple[Any, Any]] = []
+        # names -> the TODO lines still open for them in the implementation (set by the runner)
+        self.unfilled: Callable[[tuple[str, ...]], list[str]] = lambda names: []
 
     # -- lazily imported libraries ---------------------------------------------------------------
     @property
@@ -137,6 +139,13 @@ class CheckContext:
 
     def fail(self, message: str, hint: str = "") -> None:
         raise CheckFailed(message, hint=hint)
+
+    def require_exercises(self, *names: str, runs: str) -> None:
+        """Stop this case as TODO while an exercise region tagged with one of `names` is still
+        open; `runs` says what this case runs that needs it ("path B's two-pass walk")."""
+        todos = self.unfilled(tuple(names))
+        if todos:
+            raise ExercisePending(todos, runs)
 
     def require_cuda(self) -> None:
         if self.device != "cuda":
@@ -458,6 +467,18 @@ def _exception_hint(exc: BaseException) -> str:
                 "for a (rows, cols) tile, [None, :] for a (positions, rows) one); the message "
                 "names the line (tl.static_print shows shapes)")
     if name == "CompilationError":
+        # A CompilationError raised in a @triton.jit helper shows the line of the call into it
+        # only; the reason is further down its chain of causes.
+        chain, cause = [], exc
+        while cause is not None and len(chain) < 8:
+            chain.append(str(cause))
+            cause = cause.__cause__ or cause.__context__
+        if any("Both operands must be same dtype" in text for text in chain):
+            return ("tl.dot operands of two dtypes (a float32 tile times a 16-bit one): on a GPU "
+                    "both operands of tl.dot must have one dtype; cast the float32 one, such as "
+                    "attention's p, to the other's dtype first (p.to(v.dtype)), keeping the "
+                    "float32 accumulator. (Under the interpreter the 16-bit operand is already "
+                    "upcast, which hides this.)")
         return "Triton could not compile the kernel: the message shows the line and the reason"
     if name == "InterpreterError":
         return "the kernel failed under Triton's interpreter: the message shows the Python error"

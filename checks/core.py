@@ -44,6 +44,20 @@ class Unavailable(Exception):
     """Raised by a check body: this machine cannot run the check. The message is the reason."""
 
 
+class ExercisePending(Exception):
+    """Raised by `ctx.require_exercises`: this case runs code whose exercise region is still a
+    TODO. The case reports TODO, naming the lines; the other cases of the check still run.
+
+    A check's `uses` gate all its cases at once. When which regions a case runs depends on the
+    case (strided softmax's path A or path B, softmax backward's dim), the check gates its
+    cases one by one with this, so that each finished region gets verdicts before the last."""
+
+    def __init__(self, todos: list[str], runs: str):
+        super().__init__(f"{runs}: " + ", ".join(todos))
+        self.todos = todos
+        self.runs = runs  # what the case runs, in words ("path B's two-pass walk")
+
+
 # ---------------------------------------------------------------------------------------------
 # Cases
 # ---------------------------------------------------------------------------------------------

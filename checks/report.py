@@ -156,16 +156,20 @@ class Row:
 
 
 def fold_rows(results: list[Result], *, verbose: bool = False) -> list[Row]:
-    """The rows of a table. `verbose`: one row per case. Otherwise, within one check,
-    consecutive PASS rows become one row ("21 cases"), and so do consecutive TODO, UNAVAILABLE
-    or could-not-import rows that say the same thing; a FAIL is never hidden, but the later
-    FAILs of a check with the same hint (its numbers aside: a hint may quote the case's sizes)
-    or, with no hint, the same message are listed by case on one line under the first, which is
-    shown in full."""
+    """The rows of a table. `verbose`: one row per case. Otherwise, within one check, PASS rows
+    become one row ("21 cases"), and so do TODO, UNAVAILABLE or could-not-import rows that say
+    the same thing, up to the next FAIL row (so a table still shows which cases came before a
+    FAIL and which after); a FAIL is never hidden, but the later FAILs of a check with the same
+    hint (its numbers aside: a hint may quote the case's sizes) or, with no hint, the same
+    message are listed by case on one line under the first, which is shown in full.
+
+    TODO rows do not end a run of PASS rows: a check whose cases are gated one by one (a case
+    runs only when the exercise regions it needs are filled) interleaves the two."""
     if verbose:
         return [Row(r, 1, r.case_label, list(r.notes)) for r in results]
     kept: list[Row] = []
     first_fail: dict[tuple, Row] = {}
+    since_fail: list[Row] = []  # the check's rows since its last FAIL row: where others fold
     for r in results:
         if r.outcome == "FAIL" and not _import_failure(r):
             key = (r.workshop, r.check, "hint", _NUMBER.sub("#", r.hint)) if r.hint else \
@@ -175,13 +179,19 @@ def fold_rows(results: list[Result], *, verbose: bool = False) -> list[Row]:
                 continue
             first_fail[key] = row = Row(r, 1, r.case_label)
             kept.append(row)
+            since_fail = []
             continue
-        last = kept[-1] if kept else None
-        if last is not None and not last.more and _same_fold(last.result, r):
-            last.cases += _stands_for(r)
-            last.notes += r.notes
+        if since_fail and (since_fail[0].result.workshop, since_fail[0].result.check) != \
+                (r.workshop, r.check):
+            since_fail = []
+        same = next((row for row in since_fail if _same_fold(row.result, r)), None)
+        if same is not None:
+            same.cases += _stands_for(r)
+            same.notes += r.notes
             continue
-        kept.append(Row(r, _stands_for(r), r.case_label, list(r.notes)))
+        row = Row(r, _stands_for(r), r.case_label, list(r.notes))
+        kept.append(row)
+        since_fail.append(row)
     for row in kept:
         if row.cases > 1 or _stands_for(row.result) > 1:
             row.label = f"{row.cases} cases"

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from checks import catalog, loader, provenance
-from checks.core import FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, Result, Unavailable, checks_for
+from checks.core import (FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, ExercisePending, Result,
+                         Unavailable, checks_for)
 
 current: Run | None = None  # the run in progress, if any
 DEFAULT_TIMEOUT = 300.0  # seconds per (check, case); --timeout or CHECKS_TIMEOUT change it
@@ -128,8 +129,7 @@ def _run_one(check: Check, case, module, import_error, implementation, device, s
         todos = loader.unfilled_exercises(check.workshop, implementation, check.uses)
         if todos:
             result.outcome = TODO
-            result.message = ("exercise not filled yet: " + ", ".join(todos) +
-                              " (write your code there, then delete the TODO line)")
+            result.message = _todo_message(todos)
         elif check.tier == "cuda" and device != "cuda":
             result.outcome = UNAVAILABLE
             result.message = "needs a CUDA GPU; this run uses the Triton CPU interpreter"
@@ -141,7 +141,10 @@ def _run_one(check: Check, case, module, import_error, implementation, device, s
             result.message = f"could not import {implementation.label} for {check.workshop}: {import_error}"
             result.hint = "fix the error above so the module imports"
         else:
-            _execute(check, case, module, device, seed, timeout, result)
+            _execute(check, case, module, implementation, device, seed, timeout, result)
+    except ExercisePending as exc:
+        result.outcome = TODO
+        result.message = f"this case runs {exc.runs}: {_todo_message(exc.todos)}"
     except Unavailable as exc:
         result.outcome, result.message = UNAVAILABLE, str(exc)
     except CheckFailed as exc:
@@ -161,11 +164,17 @@ def _run_one(check: Check, case, module, import_error, implementation, device, s
     return result
 
 
-def _execute(check, case, module, device, seed, timeout, result) -> None:
+def _todo_message(todos: list[str]) -> str:
+    return ("exercise not filled yet: " + ", ".join(todos) +
+            " (write your code there, then delete the TODO line)")
+
+
+def _execute(check, case, module, implementation, device, seed, timeout, result) -> None:
     from checks.context import CheckContext
 
     key = f"{check.full_id}:{case.label}"
     ctx = CheckContext(device, seed, key)
+    ctx.unfilled = lambda names: loader.unfilled_exercises(check.workshop, implementation, names)
     limit = check.timeout or timeout
     try:
         with _time_limit(limit, f"{check.full_id} [{case.label}] did not finish within {limit:g} s"):

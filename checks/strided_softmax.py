@@ -24,7 +24,10 @@ W = "strided_softmax"
 DTYPES = ("float16", "bfloat16", "float32")
 LAYOUTS = ("contiguous", "transposed", "sliced", "stepped", "broadcast_rows", "broadcast_cols",
            "offset")
-SOFTMAX = ("softmax",)
+# The exercise regions every call runs: `_load_x` (TODO(softmax, load)) and `plan`'s roles
+# (TODO(softmax, plan)). The other three run on some plans only, so each call asks for them
+# itself (_require_regions): a learner gets verdicts on the cases they have written code for.
+SOFTMAX = ("load", "plan")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,8 +507,32 @@ def _dim0_setup_wrong(impl, x, dim, knobs=None):
     return diagnose
 
 
+def _require_regions(ctx, impl, x, dim=-1, **knobs) -> None:
+    """Stop the case as TODO when softmax(x, dim, **knobs) would run an exercise region that is
+    still open, asking the implementation's own `plan` (filled before any check runs) which
+    kernel and branch the call takes. Given code needs neither region: path A's two-pass walk,
+    path B's one block, the exchange kernels."""
+    if not ctx.unfilled(("rows", "strips")):
+        return  # every region is written: nothing to ask (a reference never gets here)
+    try:
+        p = impl.plan(x, dim, **knobs)
+        path, one_block, splits = p.path, bool(p.one_block), int(p.splits)
+        exchange = bool(p.exchange) or bool(p.smem)
+    except Exception:  # noqa: BLE001 - a refused call or a broken plan: the call itself says so
+        return
+    if exchange:
+        return
+    if path == "A" and one_block:
+        ctx.require_exercises("rows", runs="path A with each row in one block "
+                                           "(softmax_along_kernel's ONE_BLOCK branch)")
+    elif path == "B" and (splits > 1 or not one_block):
+        ctx.require_exercises("strips", runs="path B's two-pass walk "
+                                             "(_across_stats and _across_normalize)")
+
+
 def _call(ctx, impl, x, dim, **knobs):
     """softmax(x, dim, **knobs) through ctx.call (fresh, contiguous, same shape and dtype)."""
+    _require_regions(ctx, impl, x, dim, **knobs)
     try:
         return ctx.call(impl.softmax, x, dim, name="softmax", expect_shape=tuple(x.shape),
                         expect_dtype=x.dtype, expect_contiguous=True, **knobs)
@@ -592,6 +619,7 @@ def forward_layouts(ctx, impl, case):
           doc="softmax(x) with dim left out reduces over the last dimension (dim=-1)")
 def forward_default_dim(ctx, impl, case):
     x = make_view(ctx, case.layout, case.shape, case.dtype)
+    _require_regions(ctx, impl, x)
     out = ctx.call(impl.softmax, x, name="softmax", expect_shape=tuple(x.shape),
                    expect_dtype=x.dtype, expect_contiguous=True)
 
@@ -1282,6 +1310,7 @@ def cuda_stream(ctx, impl, case):
         _ = busy @ busy  # keep the side stream busy so a launch on another stream would race
         # x is written on the side stream, after the busy work, in the same layout as source
         x = source * 1 if case.layout == "contiguous" else (source.t() * 1).t()
+        _require_regions(ctx, impl, x)
         out = call_learner(impl.softmax, x, -1, label="softmax")
     stream.synchronize()
     ctx.assert_close(out, expected, name="softmax on a side stream",
@@ -1303,6 +1332,7 @@ def cuda_graph(ctx, impl, case):
     from checks.context import call_learner
 
     x = make_view(ctx, case.layout, case.shape, case.dtype)
+    _require_regions(ctx, impl, x, case.dim)
     call_learner(impl.softmax, x, case.dim, label="softmax (warm-up)")  # compile first
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())

@@ -98,9 +98,9 @@ def softmax_backward_kernel(
         mask = row_mask & (cols[None, :] < n_cols)  # (BLOCK_M, BLOCK_N)
         y = _load_f32(y_rows, cols, stride_yn, mask, "")
         dy = _load_f32(dy_rows, cols, stride_dyn, mask, "")
-        # TODO(softmax_backward): compute `dot`, each row's <dy, y> (shape (BLOCK_M,), float32:
-        # y and dy are already float32), then `dx = J^T dy` for the tile, shape (BLOCK_M, BLOCK_N).
-        # Hint: `dot[:, None]` broadcasts a per-row value along the row.
+        # TODO(softmax_backward, vjp): compute `dot`, each row's <dy, y> (shape (BLOCK_M,),
+        # float32: y and dy are already float32), then `dx = J^T dy` for the tile, shape
+        # (BLOCK_M, BLOCK_N). Hint: `dot[:, None]` broadcasts a per-row value along the row.
         pass
         tl.store(dx_rows + cols[None, :] * stride_dxn, dx.to(dx_ptr.dtype.element_ty), mask=mask)
     else:
@@ -112,7 +112,7 @@ def softmax_backward_kernel(
             mask = row_mask & (c[None, :] < n_cols)
             y = _load_f32(y_rows, c, stride_yn, mask, "evict_last")
             dy = _load_f32(dy_rows, c, stride_dyn, mask, "evict_last")
-            # TODO(softmax_backward): add this tile's part of each row's <dy, y> to `dot`
+            # TODO(softmax_backward, vjp): add this tile's part of each row's <dy, y> to `dot`
             pass
         # Pass 2: the dot products are complete; read the tiles again and write dx.
         for start in range(0, n_cols, BLOCK_N):
@@ -120,7 +120,7 @@ def softmax_backward_kernel(
             mask = row_mask & (c[None, :] < n_cols)
             y = _load_f32(y_rows, c, stride_yn, mask, "evict_first")
             dy = _load_f32(dy_rows, c, stride_dyn, mask, "evict_first")
-            # TODO(softmax_backward): `dx` for this tile, from the finished `dot`
+            # TODO(softmax_backward, vjp): `dx` for this tile, from the finished `dot`
             pass
             tl.store(dx_rows + c[None, :] * stride_dxn, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
@@ -157,9 +157,9 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
 
 def _launch_vjp(y, dy, dx, dim, *, block_m, block_n, num_warps) -> None:
     """Launch softmax_backward_kernel to write dx, with the reduced dimension as the columns."""
-    # TODO(softmax_backward): the kernel reduces along its columns (dimension 1). For dim=0,
-    # give it transposed views of y, dy and dx (a view only swaps strides: nothing is copied).
-    # (dim arrives normalised: 0 or 1, never -1.)
+    # TODO(softmax_backward, dim0): the kernel reduces along its columns (dimension 1). For
+    # dim=0, give it transposed views of y, dy and dx (a view only swaps strides: nothing is
+    # copied). (dim arrives normalised: 0 or 1, never -1.)
     pass
     n_rows, n_cols = y.shape  # rows are independent; <dy, y> runs along the columns
     bm, bn, warps = _pick_tiles(n_rows, n_cols, y.stride(), block_m, block_n, num_warps)

@@ -214,7 +214,7 @@ def _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok):
     Every load of x in both kernels goes through here, so the address arithmetic, the masks and
     the upcast are written once.
     """
-    # TODO(softmax): load the tile of x at row i, position r of the normalised problem:
+    # TODO(softmax, load): load the tile of x at row i, position r of the normalised problem:
     # the address is x_ptr + i * stride_xi + r * stride_xr (both strides: any view works).
     # Mask with i_ok & r_ok. Lanes past the end of a row (r_ok false) must load -inf: they take
     # part in the max and the sum and must change neither. Convert to float32 (statistics stay
@@ -244,8 +244,8 @@ def softmax_along_kernel(
     if ONE_BLOCK:
         r_ok = r0 < n_r
         x = _load_x(x_ptr, i, r0, stride_xi, stride_xr, i_ok, r_ok)  # (BLOCK_I, BLOCK_R)
-        # TODO(softmax): softmax of each row of the tile: subtract the row max (so no exp
-        # overflows), exponentiate, divide by the row sum, and store rounded once to the output
+        # TODO(softmax, rows): softmax of each row of the tile: subtract the row max (so no
+        # exp overflows), exponentiate, divide by the row sum, and store rounded once to the output
         # dtype at out_rows + r0 * stride_or, masked to real rows and real columns.
         pass
     else:
@@ -285,7 +285,7 @@ def _across_stats(x_ptr, i, i_ok, r0, r_begin, r_end, n_r, stride_xi, stride_xr,
     for start in range(r_begin, r_end, BLOCK_R):
         r = start + r0
         x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r < n_r)  # (BLOCK_R, BLOCK_I)
-        # TODO(softmax): fold this chunk into the running statistics of each row
+        # TODO(softmax, strips): fold this chunk into the running statistics of each row
         # (column of the tile): m_new = max(m, chunk max); rescale the old sum by
         # exp(m - m_new) and add the chunk's sum of exp(x - m_new). While a row has seen
         # only -inf, m_new is -inf: shift by 0 instead, so -inf - (-inf) never makes a NaN.
@@ -305,7 +305,7 @@ def _across_normalize(x_ptr, out_ptr, i, i_ok, r0, r_begin, r_end, n_r, m, s,
         r = start + r0
         r_ok = r < n_r
         x = _load_x(x_ptr, i, r, stride_xi, stride_xr, i_ok, r_ok)
-        # TODO(softmax): second pass: normalise the chunk with the final (m, s) of each
+        # TODO(softmax, strips): second pass: normalise the chunk with the final (m, s) of each
         # row and store it rounded to the output dtype at out_rows + r * stride_or, masked.
         # (exp(x - m) / s is right; log2_s above lets you write it as a single exp2.)
         pass

@@ -98,9 +98,9 @@ def softmax_backward_kernel(
         mask = row_mask & (cols[None, :] < n_cols)  # (BLOCK_M, BLOCK_N)
         y = _load_f32(y_rows, cols, stride_yn, mask, "")
         dy = _load_f32(dy_rows, cols, stride_dyn, mask, "")
-        # EXERCISE softmax_backward: compute `dot`, each row's <dy, y> (shape (BLOCK_M,), float32:
-        # y and dy are already float32), then `dx = J^T dy` for the tile, shape (BLOCK_M, BLOCK_N).
-        # Hint: `dot[:, None]` broadcasts a per-row value along the row.
+        # EXERCISE softmax_backward, vjp: compute `dot`, each row's <dy, y> (shape (BLOCK_M,),
+        # float32: y and dy are already float32), then `dx = J^T dy` for the tile, shape
+        # (BLOCK_M, BLOCK_N). Hint: `dot[:, None]` broadcasts a per-row value along the row.
         dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row
         dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)
         # END EXERCISE
@@ -114,7 +114,7 @@ def softmax_backward_kernel(
             mask = row_mask & (c[None, :] < n_cols)
             y = _load_f32(y_rows, c, stride_yn, mask, "evict_last")
             dy = _load_f32(dy_rows, c, stride_dyn, mask, "evict_last")
-            # EXERCISE softmax_backward: add this tile's part of each row's <dy, y> to `dot`
+            # EXERCISE softmax_backward, vjp: add this tile's part of each row's <dy, y> to `dot`
             dot += tl.sum(dy * y, axis=1)
             # END EXERCISE
         # Pass 2: the dot products are complete; read the tiles again and write dx.
@@ -123,7 +123,7 @@ def softmax_backward_kernel(
             mask = row_mask & (c[None, :] < n_cols)
             y = _load_f32(y_rows, c, stride_yn, mask, "evict_first")
             dy = _load_f32(dy_rows, c, stride_dyn, mask, "evict_first")
-            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`
+            # EXERCISE softmax_backward, vjp: `dx` for this tile, from the finished `dot`
             dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)
             # END EXERCISE
             tl.store(dx_rows + c[None, :] * stride_dxn, dx.to(dx_ptr.dtype.element_ty), mask=mask)
@@ -161,9 +161,9 @@ def softmax_backward(y: torch.Tensor, dy: torch.Tensor, dim: int = -1, *,
 
 def _launch_vjp(y, dy, dx, dim, *, block_m, block_n, num_warps) -> None:
     """Launch softmax_backward_kernel to write dx, with the reduced dimension as the columns."""
-    # EXERCISE softmax_backward: the kernel reduces along its columns (dimension 1). For dim=0,
-    # give it transposed views of y, dy and dx (a view only swaps strides: nothing is copied).
-    # (dim arrives normalised: 0 or 1, never -1.)
+    # EXERCISE softmax_backward, dim0: the kernel reduces along its columns (dimension 1). For
+    # dim=0, give it transposed views of y, dy and dx (a view only swaps strides: nothing is
+    # copied). (dim arrives normalised: 0 or 1, never -1.)
     if dim == 0:
         y, dy, dx = y.t(), dy.t(), dx.t()
     # END EXERCISE

@@ -32,6 +32,10 @@ def test_solving_only_adds_lines():
 def test_derive_marks_and_errors():
     src = "a = 1\n    # EXERCISE f: do it\n    # more words\n    x = 2\n    # END EXERCISE\nb = 3\n"
     assert make_starters.derive(src) == "a = 1\n    # TODO(f): do it\n    # more words\n    pass\nb = 3\n"
+    # solved=: the regions of those tags keep their code, without the markers
+    two = src + "    # EXERCISE g, h: other\n    z = 3\n    # END EXERCISE\n"
+    assert make_starters.derive(two, solved=("h",)) == \
+        "a = 1\n    # TODO(f): do it\n    # more words\n    pass\nb = 3\n    z = 3\n"
     with pytest.raises(make_starters.MarkerError):
         make_starters.derive("# EXERCISE f: x\ny = 1\n")
     with pytest.raises(make_starters.MarkerError):

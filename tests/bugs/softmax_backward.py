@@ -149,9 +149,9 @@ BUGS += [
     # subtraction reversed, dx = y * (<dy, y> - dy), exactly -dx (the one-pass branch is right,
     # so only rows wider than BLOCK_N show it).
     Bug("loop_pass2_sign_flipped",
-        find="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+        find="            # EXERCISE softmax_backward, vjp: `dx` for this tile, from the finished `dot`\n"
              "            dx = y * (dy - dot[:, None])",
-        replace="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+        replace="            # EXERCISE softmax_backward, vjp: `dx` for this tile, from the finished `dot`\n"
                 "            dx = y * (dot[:, None] - dy)",
         check="backward.values", hint="sign flipped"),
 ]
@@ -167,9 +167,9 @@ BUGS += [
         check="backward.values", hint="the factor y left out"),
     # ...and in the looped path's pass 2 (rows wider than BLOCK_N only).
     Bug("loop_pass2_without_y_factor",
-        find="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+        find="            # EXERCISE softmax_backward, vjp: `dx` for this tile, from the finished `dot`\n"
              "            dx = y * (dy - dot[:, None])",
-        replace="            # EXERCISE softmax_backward: `dx` for this tile, from the finished `dot`\n"
+        replace="            # EXERCISE softmax_backward, vjp: `dx` for this tile, from the finished `dot`\n"
                 "            dx = dy - dot[:, None]",
         check="backward.values", hint="the factor y left out"),
     # B1 (silent): <dy, y> divided by the width, a mean instead of a sum.

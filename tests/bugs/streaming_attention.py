@@ -372,4 +372,11 @@ BUGS += [
     Bug("max_scaled_outside_maximum", find="m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)",
         replace="m_new = tl.maximum(m_i, tl.max(s, 1)) * qk_scale", check="forward.extreme",
         hint="running max scaled outside the maximum"),
+    # Found by the fourth-round learner audit (leftover): p not cast to v's dtype before the
+    # P V product. Under the interpreter v is upcast to float32 already, so nothing shows there;
+    # a GPU refuses to compile a float32 x 16-bit tl.dot, and the framework's hint names it.
+    Bug("p_not_cast_to_v_dtype",
+        find="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)",
+        replace="acc = tl.dot(p, v, acc, input_precision=DOT_PRECISION)",
+        check="cuda.stream", hint="tl.dot operands of two dtypes", gpu_only=True),
 ]
