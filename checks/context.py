@@ -457,6 +457,17 @@ def _exception_hint(exc: BaseException) -> str:
                 "lanes beyond the size and check the strides each tensor is addressed with, "
                 "or, for a loop meant to load without a mask, end it before the ragged last "
                 "block")
+    if "Expected pointer argument to have shape" in str(exc) or \
+            "Expected mask argument to have shape" in str(exc):
+        # A load or store whose value (or mask) has another block shape than its pointers: in
+        # these kernels almost always per-row statistics reduced over the wrong axis, which
+        # reach a store in code that was right (strided softmax's split kernels store them).
+        return ("block shapes do not match at a load or store: the value or the mask has "
+                "another shape than its pointers, most often after a reduction over the wrong "
+                "axis (tl.sum / tl.max(t, axis=...) must run along the row: axis=1 of a (rows, "
+                "cols) tile, axis=0 of a tile laid out (positions, rows) such as strided "
+                "softmax's path B), which leaves one number per position instead of one per "
+                "row; the line the message names may be the store that receives it")
     if "incompatible dimensions" in str(exc):
         # Triton's broadcast refused two block shapes: in these kernels almost always a
         # reduction over the other axis, or a per-row vector meeting a tile unbroadcast.

@@ -129,7 +129,7 @@ def _run_one(check: Check, case, module, import_error, implementation, device, s
         todos = loader.unfilled_exercises(check.workshop, implementation, check.uses)
         if todos:
             result.outcome = TODO
-            result.message = _todo_message(todos)
+            result.message = _todo_message(todos) + _other_workshops(check, implementation, todos)
         elif check.tier == "cuda" and device != "cuda":
             result.outcome = UNAVAILABLE
             result.message = "needs a CUDA GPU; this run uses the Triton CPU interpreter"
@@ -162,6 +162,20 @@ def _run_one(check: Check, case, module, import_error, implementation, device, s
         result.message = f"raised {describe_exception(exc)}"
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _other_workshops(check: Check, implementation, todos: list[str]) -> str:
+    """Why a check points into another workshop's file: it runs that file's code too (softmax
+    backward's Softmax.forward is workshop 1's softmax)."""
+    own = loader.display_path(implementation.module_path(check.workshop))
+    others = sorted({t.rsplit(":", 1)[0] for t in todos} - {own})
+    said = []
+    for path in others:
+        stem = Path(path).stem
+        if stem in catalog.WORKSHOP_IDS:
+            said.append(f"{path} is workshop {catalog.WORKSHOP_IDS.index(stem)}'s file "
+                        f"({stem}), whose code this check runs too")
+    return f"; {'; '.join(said)}" if said else ""
 
 
 def _todo_message(todos: list[str]) -> str:

@@ -837,17 +837,19 @@ def backward_fp32_reduction(ctx, impl, case):
 
 
 @register(W, "backward.fresh_output", tier="kernel", uses=USES,
-          cases=[Case(shape=(6, 40), dtype=d) for d in DTYPES],
+          cases=[Case(shape=(6, 40), dim=0, dtype=d) for d in DTYPES],
           doc="inputs bitwise unchanged (also with dy = y), a new contiguous output every call")
 def backward_fresh_output(ctx, impl, case):
-    x64, y, dy = _inputs(ctx, case.shape, case.dtype, 0, "transposed", "sliced")
-    first = _check_vjp(ctx, impl, y, dy, 0, _autograd64(x64, dy, 0))  # ctx.call checks inputs
-    second = ctx.call(impl.softmax_backward, y, dy, 0, expect_shape=y.shape,
+    x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim, "transposed", "sliced")
+    # (ctx.call checks the inputs)
+    first = _check_vjp(ctx, impl, y, dy, case.dim, _autograd64(x64, dy, case.dim))
+    second = ctx.call(impl.softmax_backward, y, dy, case.dim, expect_shape=y.shape,
                       expect_dtype=case.dtype)
     if first.data_ptr() == second.data_ptr():
         ctx.fail("two calls returned the same memory", hint="allocate a fresh output every call")
     # y passed as dy as well (aliased inputs): d<y, softmax(x)>/dx with dy = y
-    _check_vjp(ctx, impl, y, y, 0, _autograd64(x64, y, 0), name="softmax_backward(y, y, dim=0)")
+    _check_vjp(ctx, impl, y, y, case.dim, _autograd64(x64, y, case.dim),
+               name="softmax_backward(y, y, dim=0)")
 
 
 def _dense_cases(device: str) -> list[Case]:
@@ -859,12 +861,26 @@ def _dense_cases(device: str) -> list[Case]:
 @register(W, "backward.no_dense_jacobian", tier="kernel", uses=USES, cases=_dense_cases,
           doc="no tensor of width^2 elements is created (no N x N Jacobian); GPU: peak memory")
 def backward_no_dense_jacobian(ctx, impl, case):
+    from checks.compare import tolerance_for
+
     width = case.shape[case.dim]
     x64, y, dy = _inputs(ctx, case.shape, case.dtype, case.dim)
     _require_dim(ctx, case.dim)
-    with ctx.track_allocations() as log:
-        out = ctx.call(impl.softmax_backward, y, dy, case.dim, expect_shape=y.shape,
-                       expect_dtype=case.dtype)
+    expected = _autograd64(x64, dy, case.dim)
+    rtol, atol = tolerance_for(y.dtype).rtol, _atol(y, dy, case.dim, expected)
+    # A dim=0 call set up wrong (dx not transposed with y and dy) fails here too, before the
+    # values are compared: name it as backward.values does.
+    dim0 = [_dim0_wrote_a_copy(impl, y, dy, case.dim, expected, rtol, atol),
+            _dim0_setup_wrong(impl, y, dy, case.dim, expected, rtol, atol)]
+    try:
+        with ctx.track_allocations() as log:
+            out = ctx.call(impl.softmax_backward, y, dy, case.dim, expect_shape=y.shape,
+                           expect_dtype=case.dtype)
+    except CheckFailed as exc:
+        hint = dim0[1]() if left_the_tensors(exc.message) else None
+        if hint:
+            exc.hint = hint
+        raise
     big = [(shape, str(dtype)) for shape, dtype in log if math.prod(shape) >= width * width]
     if big:
         ctx.fail(f"softmax_backward created {len(big)} tensor(s) with >= width^2 = {width ** 2} "
@@ -876,8 +892,8 @@ def backward_no_dense_jacobian(ctx, impl, case):
         if log.peak_bytes >= limit:
             ctx.fail(f"peak device memory rose by {log.peak_bytes} bytes >= {limit}, one "
                      "row's Jacobian", hint="dense Jacobian: compute J^T dy without J")
-    expected = _autograd64(x64, dy, case.dim)
-    ctx.assert_close(out, expected, atol=_atol(y, dy, case.dim, expected), name="softmax_backward")
+    ctx.assert_close(out, expected, rtol=rtol, atol=atol, name="softmax_backward",
+                     diagnose=dim0)
 
 
 @register(W, "bad_calls", tier="kernel", uses=USES,

@@ -208,11 +208,12 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None):
         if not bool((far & broken).any()):
             return None
         r = int((far & broken).nonzero()[0])
-        return (f"max taken as 0, not the row's max: every logit of softmax row {r} is at most "
-                f"{float(row_max[r]):.4g}, so exp(x - 0) underflows to 0 and the sum is 0 (inf "
-                "or NaN out). The running max must start at -inf (tl.full(..., -float(\"inf\")), "
-                "not tl.zeros), a merge must pad missing slices with max -inf "
-                "(other=-float(\"inf\")) and sum 0, and x - max needs the row's own max")
+        return (f"max taken as 0, not the row's max (or no max subtracted at all): every logit "
+                f"of softmax row {r} is at most {float(row_max[r]):.4g}, so exp(x - 0) "
+                "underflows to 0 and the sum is 0 (inf or NaN out). Subtract the row's own max "
+                "before exp; a running max must start at -inf (tl.full(..., -float(\"inf\")), "
+                "not tl.zeros), and a merge must pad missing slices with max -inf "
+                "(other=-float(\"inf\")) and sum 0")
 
     def finite_tail_sentinel(got, expected, bad):
         # Logits all far below 0 (about -1e31): padded lanes loaded as a finite number win the

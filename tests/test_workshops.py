@@ -76,6 +76,16 @@ def test_half_done_starter_gets_verdicts_on_what_is_written(workshop, solved, ru
     assert all(any(m.startswith(f"this case runs {what}") for what in runs) for m in pending)
 
 
+def test_todo_in_another_workshops_file_says_why(tmp_path):
+    # Softmax backward's autograd checks run workshop 1's softmax: their TODO rows name its file.
+    out = tmp_path / "starter.json"
+    run_checks("run", "softmax_backward", "--impl", "kernels", "--device", "interpreter",
+               "--only", "autograd", "--json", str(out))
+    messages = {r["message"] for r in load_json(out)["results"]}
+    assert messages and all("kernels/strided_softmax.py is workshop 1's file (strided_softmax), "
+                            "whose code this check runs too" in m for m in messages), messages
+
+
 @pytest.mark.parametrize("package", ["references", "kernels"])
 def test_online_normalization_state_is_immutable(package):
     """`State` is given code (the learner writes merge and its friends around it): a merge must

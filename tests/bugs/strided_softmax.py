@@ -250,4 +250,18 @@ BUGS += [
     Bug("dim0_output_strides_not_swapped", find="        stride_or, stride_oi = out_strides\n",
         replace="        stride_oi, stride_or = out_strides\n", check="forward.paths",
         hint="dim=0 set up wrong"),
+    # Learner journey leftover (S7): path B's statistics reduced over the positions (axis=1)
+    # instead of across them. Most cases stop at the broadcast in the same line; a split strip
+    # of one row carries the (positions,) statistics to the split kernel's store, in given
+    # code, where the framework's store-shape hint names the wrong axis too.
+    Bug("across_stats_wrong_axis",
+        find="""        m_new = tl.maximum(m, tl.max(x, axis=0))
+        shift = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),
+                                                      axis=0)""",
+        replace="""        m_new = tl.maximum(m, tl.max(x, axis=1))
+        shift = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[:, None]) * LOG2E),
+                                                      axis=1)""",
+        check="forward.paths", hint="reduction over the wrong axis"),
 ]
