@@ -438,18 +438,21 @@ def describe_exception(exc: BaseException) -> str:
 
 def _exception_hint(exc: BaseException) -> str:
     name = type(exc).__name__
-    if "illegal memory access" in str(exc).lower():
+    if name == "CompilationError":
+        return _compilation_hint(exc)
+    text = str(exc)
+    if "illegal memory access" in text.lower():
         return ("tail not masked (or a wrong stride): a load or store reached memory outside the "
                 "tensors; run the check with --device interpreter, whose bounds check names it. "
                 "The CUDA context is now unusable: restart the process")
-    if re.search(r"out-of-bounds \w+: all \d+ active lanes point", str(exc)):
+    if re.search(r"out-of-bounds \w+: all \d+ active lanes point", text):
         # Not one lane of the access was inside a tensor: a missing tail mask leaves the lanes
         # before the end inside, so this program's base address is past the end.
         return ("a whole program addressed memory past the end of the tensors (no lane of the "
                 "access was inside one): is the grid larger than the work, with programs for "
                 "rows or tiles that do not exist (compare the program id with the grid and the "
                 "sizes), or is the base offset or a stride wrong?")
-    if "out-of-bounds" in str(exc):
+    if "out-of-bounds" in text:
         # The bounds check cannot tell a missing mask from a wrong address: an output viewed
         # with its input's layout (a transposed view not transposed back) overruns it too.
         return ("tail not masked (or a wrong offset or stride): a load or store reached past "
@@ -457,8 +460,20 @@ def _exception_hint(exc: BaseException) -> str:
                 "lanes beyond the size and check the strides each tensor is addressed with, "
                 "or, for a loop meant to load without a mask, end it before the ragged last "
                 "block")
-    if "Expected pointer argument to have shape" in str(exc) or \
-            "Expected mask argument to have shape" in str(exc):
+    shape = _shape_hint(text)
+    if shape:
+        return shape
+    if name == "InterpreterError":
+        return "the kernel failed under Triton's interpreter: the message shows the Python error"
+    if name == "OutOfResources":
+        return "the block size needs more registers or shared memory than the GPU has"
+    return ""
+
+
+def _shape_hint(text: str) -> str:
+    """The hint for two block shapes that do not fit, from an error's text ("" if not one)."""
+    if "Expected pointer argument to have shape" in text or \
+            "Expected mask argument to have shape" in text:
         # A load or store whose value (or mask) has another block shape than its pointers: in
         # these kernels almost always per-row statistics reduced over the wrong axis, which
         # reach a store in code that was right (strided softmax's split kernels store them).
@@ -468,7 +483,7 @@ def _exception_hint(exc: BaseException) -> str:
                 "cols) tile, axis=0 of a tile laid out (positions, rows) such as strided "
                 "softmax's path B), which leaves one number per position instead of one per "
                 "row; the line the message names may be the store that receives it")
-    if "incompatible dimensions" in str(exc):
+    if "incompatible dimensions" in text:
         # Triton's broadcast refused two block shapes: in these kernels almost always a
         # reduction over the other axis, or a per-row vector meeting a tile unbroadcast.
         return ("block shapes do not broadcast: a reduction over the wrong axis (tl.sum / "
@@ -477,25 +492,26 @@ def _exception_hint(exc: BaseException) -> str:
                 "or a per-row value combined with a tile without being broadcast back ([:, None] "
                 "for a (rows, cols) tile, [None, :] for a (positions, rows) one); the message "
                 "names the line (tl.static_print shows shapes)")
-    if name == "CompilationError":
-        # A CompilationError raised in a @triton.jit helper shows the line of the call into it
-        # only; the reason is further down its chain of causes.
-        chain, cause = [], exc
-        while cause is not None and len(chain) < 8:
-            chain.append(str(cause))
-            cause = cause.__cause__ or cause.__context__
-        if any("Both operands must be same dtype" in text for text in chain):
-            return ("tl.dot operands of two dtypes (a float32 tile times a 16-bit one): on a GPU "
-                    "both operands of tl.dot must have one dtype; cast the float32 one, such as "
-                    "attention's p, to the other's dtype first (p.to(v.dtype)), keeping the "
-                    "float32 accumulator. (Under the interpreter the 16-bit operand is already "
-                    "upcast, which hides this.)")
-        return "Triton could not compile the kernel: the message shows the line and the reason"
-    if name == "InterpreterError":
-        return "the kernel failed under Triton's interpreter: the message shows the Python error"
-    if name == "OutOfResources":
-        return "the block size needs more registers or shared memory than the GPU has"
     return ""
+
+
+def _compilation_hint(exc: BaseException) -> str:
+    """A GPU's CompilationError shows the source line (and, raised in a @triton.jit helper,
+    only the line of the call into it); the reason is down its chain of causes. (Under the
+    interpreter the same mistakes raise the underlying error itself.)"""
+    chain, cause = [], exc
+    while cause is not None and len(chain) < 8:
+        chain.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    reasons = "\n".join(chain)
+    if "Both operands must be same dtype" in reasons:
+        return ("tl.dot operands of two dtypes (a float32 tile times a 16-bit one): on a GPU "
+                "both operands of tl.dot must have one dtype; cast the float32 one, such as "
+                "attention's p, to the other's dtype first (p.to(v.dtype)), keeping the "
+                "float32 accumulator. (Under the interpreter the 16-bit operand is already "
+                "upcast, which hides this.)")
+    return _shape_hint(reasons) or ("Triton could not compile the kernel: the message shows "
+                                    "the line and the reason")
 
 
 def _bitwise_equal(a, b) -> bool:

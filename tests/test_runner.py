@@ -460,6 +460,34 @@ def test_block_shapes_that_do_not_broadcast_get_a_hint_that_says_so(tmp_path):
     assert any(h.startswith("block shapes do not broadcast") for h in hints), hints
 
 
+def test_a_gpu_compilation_error_is_named_from_its_chain_of_causes():
+    """On a GPU a mistake in a @triton.jit helper surfaces as a CompilationError whose message
+    shows only the line of the call; the hint reads the reason further down the chain. (No
+    GPU here: the exceptions are made the way Triton chains them.)"""
+    from checks.context import _exception_hint
+
+    class CompilationError(Exception):  # matched by name, as Triton's is
+        pass
+
+    def chained(reason: Exception) -> Exception:
+        inner = CompilationError("at 12:8:\n    acc = tl.dot(p, v, acc)")
+        inner.__cause__ = reason
+        outer = CompilationError("at 29:15:\n    acc, l_i = _attend(...)")
+        outer.__cause__ = inner
+        return outer
+
+    dtype = chained(AssertionError("Both operands must be same dtype. Got fp32 and fp16"))
+    assert _exception_hint(dtype).startswith("tl.dot operands of two dtypes")
+    shapes = chained(ValueError("Cannot make_shape_compatible: incompatible dimensions at "
+                                "index 0: 4 and 16"))
+    assert _exception_hint(shapes).startswith("block shapes do not broadcast")
+    store = chained(ValueError("Expected pointer argument to have shape ['constexpr[64]'] but "
+                               "got ['constexpr[1]']"))
+    assert _exception_hint(store).startswith("block shapes do not match at a load or store")
+    other = chained(NameError("name 'keep' is not defined"))
+    assert _exception_hint(other).startswith("Triton could not compile the kernel")
+
+
 def test_recorded_sources_follow_imports_transitively():
     """Evidence headers hash every file a workshop runs: softmax_backward imports the strided
     softmax, which imports _gpu; attention imports its Hopper path."""
