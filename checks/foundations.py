@@ -339,6 +339,54 @@ def _denominator_sums_z(x, block: int):
     return diagnose
 
 
+def _denominator_sums_exp_x(x, probe):
+    """Diagnosis: the denominator sums exp(x), not exp(z) = exp(x - max): the output is
+    exp(x - max) / sum(exp(x)), every row the softmax divided by exp(max). Replayed in float64
+    with float32's range, as the kernel computes: terms below its smallest number vanish, and
+    a sum past its largest is inf (every output 0). Where that replay says nothing of its own
+    (zeros, Inf or NaN throughout: huge or far-negative logits, whose outputs other mistakes
+    give too), the power-of-two probe must come out as the same mistake."""
+
+    def replay(x64):
+        import torch
+
+        f32 = torch.finfo(torch.float32)
+        exp = torch.exp(x64)
+        exp = torch.where(exp < f32.smallest_normal * 2.0 ** -23, 0.0, exp)  # below 2^-149
+        total = exp.sum(dim=-1, keepdim=True)
+        total = torch.where(total > f32.max, torch.inf, total)
+        numerator = torch.exp(x64 - x64.amax(dim=-1, keepdim=True))
+        numerator = torch.where(numerator < f32.smallest_normal * 2.0 ** -23, 0.0, numerator)
+        return numerator / total
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        if x.numel() == 0:
+            return None
+        tol = tolerance_for(x.dtype)
+        x64 = x.detach().cpu().double()
+        model = replay(x64).to(x.dtype).double()  # rounded once at the store, as the kernel
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        telling = model.isfinite() & (model != 0) & ~agrees(expected, model, tol.rtol, tol.atol)
+        if not bool(telling.any()):
+            seen = probe()
+            if seen is None:
+                return None
+            p, out = seen
+            if (not bool(agrees(out, replay(p), tol.rtol, tol.atol).all())
+                    or bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
+                return None
+        return ("the denominator sums exp(x), not exp(x - max): the output matches "
+                "exp(x - max) / sum(exp(x)), every row off by the factor exp(max) (and "
+                "sum(exp(x)) overflows to inf for logits past 88, making every output 0); "
+                "divide by the sum of the numerators, tl.sum(numerator, axis=0)")
+
+    return diagnose
+
+
 def _rounded_through_fp16(x):
     """Diagnosis: every output is a float16 number and the outputs equal the softmax rounded to
     float16 (then stored in x's dtype): the store cast to a fixed tl.float16, not to the output's
@@ -382,15 +430,18 @@ def _softmax_diagnoses(width: int, x=None, impl=None, launched=None):
           if probe is not None else []),
         *([_row_offset_without_stride(x), _rows_loaded_from_row_zero(x),
            _denominator_sums_z(x, block),
+           *([_denominator_sums_exp_x(x, probe)] if probe is not None else []),
            _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x),
            _multiplied_by_sum(x)]
           if x is not None else []),
-        # Padded lanes can only add to the denominator: the rows come out too small.
+        # Padded lanes can only add to the denominator: the rows come out too small. (A row
+        # without padding comes out right then: a wrong power-of-two probe is another mistake.)
         lambda g, e, bad: ("tail not masked: padded lanes were loaded as 0 (or garbage) instead "
                            "of -inf, so each adds exp(0 - max) to the denominator"
                            if width != block and bool(bad.any())
                            and bool((g.sum(dim=-1) < e.sum(dim=-1)).all())
-                           and ratio_constant_per_row("x")(g, e, bad) else None),
+                           and ratio_constant_per_row("x")(g, e, bad)
+                           and (probe is None or _probe_right(x, probe)) else None),
         ratio_constant_per_row("the normalizer is wrong: every element of a row is off by the "
                                "same factor (sum over the wrong lanes?)"),
     ]
@@ -453,6 +504,7 @@ def row_softmax_extreme(ctx, impl, case):
         _shift_sign_flipped(x, probe, model_required=False),
         _rows_loaded_from_row_zero(x),
         _denominator_sums_z(x, block),
+        _denominator_sums_exp_x(x, probe),
         _finite_tail_sentinel(x),
         _max_taken_as_zero(x),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
@@ -516,7 +568,7 @@ def rows_sum_to_one(ctx, impl, case):
         probe = _probe(impl, x)
         for diagnosis in (_shift_sign_flipped(x, probe),
                           _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
-                          _multiplied_by_sum(x)):
+                          _denominator_sums_exp_x(x, probe), _multiplied_by_sum(x)):
             hint = diagnosis(got, expected, bad)
             if hint:
                 exc.hint = hint
@@ -738,6 +790,19 @@ def _probe(impl, x, rows=_PROBE_ROWS):
         return memo[0]
 
     return probe
+
+
+def _probe_right(x, probe) -> bool:
+    """The learner's row_softmax of the power-of-two probe rows is the softmax (True when the
+    probe cannot be run: no evidence against)."""
+    from checks.compare import agrees, tolerance_for
+
+    seen = probe()
+    if seen is None:
+        return True
+    p, out = seen
+    tol = tolerance_for(x.dtype)
+    return bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())
 
 
 def _ragged(x) -> bool:

@@ -316,6 +316,12 @@ HINT_FAR_SIDE = ("far-below side dropped: merge(State(0, 1), State(-37, 1e12)) m
                  "State(0, 1 + 1e12 * exp(-37)) = State(0, 1.0000853...); every side counts, "
                  "however far below its maximum (exp of a very negative gap underflows to 0 "
                  "by itself, so no shortcut is needed)")
+HINT_RESCALE_BASE = (
+    "rescale factors in the wrong base: merge(State(1, 1), State(0, 1)) must be "
+    "State(1, 1 + exp(-1)) = State(1, 1.3679...), but s = {s!r}, what the factors "
+    "{base} ** (own m - merged m) give: s matches a.s * {base}^(a.m - m) + "
+    "b.s * {base}^(b.m - m) in every probe; the factors are natural exponentials, "
+    "math.exp(a.m - m) and math.exp(b.m - m) (or {base} ** of the gap times log{base}(e))")
 HINT_MAX_ZERO_FROM_VALUES = (
     "max seeded with 0: from_values([-1.0] * 5) must be State(-1.0, 5.0), but m = 0.0: a "
     "maximum seeded with 0 (max(0.0, np.max(x))) lies above every value of an all-negative row, "
@@ -503,6 +509,22 @@ def _first_mistake(impl) -> str | None:
             if got is not None and _is_state(impl, got) and got.m == 1.0 \
                     and abs(got.s - e1) < 1e-9:
                 return HINT_SUMS_LEFT_OUT
+    # The factors in another base, 2 ** (own m - merged m) (or 10 **) for exp: the probes
+    # above, both orders, then all come out as that base's replay of the formula (a symmetric
+    # formula, so the symmetry probe below would pass it on to the far-side probe).
+    if None not in uneven:
+        merged = [(pair, attempt(impl.merge, *pair))
+                  for pair in ((high, low), (low, high), uneven, uneven[::-1])]
+
+        def replay(a, b, base):
+            m = max(a.m, b.m)
+            return a.s * float(base) ** (a.m - m) + b.s * float(base) ** (b.m - m)
+
+        for base in (2, 10):
+            if all(got is not None and _is_state(impl, got) and got.m == max(a.m, b.m)
+                   and abs(got.s - replay(a, b, base)) <= 1e-12 * replay(a, b, base)
+                   for (a, b), got in merged):
+                return HINT_RESCALE_BASE.format(base=base, s=merged[0][1].s)
     rng = np.random.default_rng(0)
     for _ in range(50):
         a = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
@@ -517,8 +539,10 @@ def _first_mistake(impl) -> str | None:
     if None not in far:
         want = 1.0 + 1e12 * math.exp(-37.0)
         for got in (attempt(impl.merge, *far), attempt(impl.merge, *far[::-1])):
+            # Dropped: s is the near side's 1 alone (a wrong factor gives some other s, and
+            # is no dropped side).
             if got is not None and _is_state(impl, got) and got.m == 0.0 \
-                    and abs(got.s - want) > 1e-9 * want:
+                    and abs(got.s - want) > 1e-9 * want and abs(got.s - 1.0) <= 1e-12:
                 return HINT_FAR_SIDE
     # softmax in the unshifted form exp(x) / (s * exp(m)): right for moderate values only.
     if getattr(impl, "softmax", None) is not None:
@@ -714,8 +738,13 @@ def merge_far_apart(ctx, impl, case):
             if ctx.max_error is None or rel > ctx.max_error:
                 ctx.max_error, ctx.tolerance = rel, tol
             if not rel <= tol:
+                # The far side dropped leaves the near side's sum alone; any other s is a
+                # wrong factor, not a dropped side.
+                near_s = sa if ma >= mb else sb
+                dropped = abs(got.s - near_s) <= tol * near_s
                 _fail(ctx, impl, f"{what}: s = {got.s!r}, exact {want!r}: relative error "
-                      f"{rel:.3g} > {tol:.3g}", HINT_FAR_SIDE)
+                      f"{rel:.3g} > {tol:.3g}", HINT_FAR_SIDE if dropped else
+                      "s is off: check the rescaling factors exp(a.m - m), exp(b.m - m)")
             checked += 1
     ctx.note(f"{checked} merges of far-apart states")
 

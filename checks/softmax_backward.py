@@ -954,16 +954,49 @@ def _loss(y, w, kind):
     return (y * w).sum() if kind == "weighted" else (y.sum(0) * w[0]).sum()
 
 
-def _expect_backward_launch(ctx, y, dy):
+SAVED_TUPLE_HINT = ("ctx.saved_tensors is a tuple: unpack it, (y,) = ctx.saved_tensors; "
+                    "y = ctx.saved_tensors hands softmax_backward the tuple (y,), not y")
+
+
+def _saved_tuple_hint(impl, y, dy, dim, error) -> str | None:
+    """SAVED_TUPLE_HINT when Softmax.backward raised exactly what the learner's own
+    softmax_backward raises when it is handed the tuple (y,) in y's place (as
+    `y = ctx.saved_tensors` does): the same exception type and message, probed."""
+    import torch
+
+    if error is None:
+        return None
+    try:
+        with torch.no_grad():
+            impl.softmax_backward((y.detach(),), dy, dim)
+    except Exception as probe:  # noqa: BLE001 - the probe is meant to raise
+        if type(probe) is type(error) and str(probe) == str(error):
+            return SAVED_TUPLE_HINT
+    return None
+
+
+def _call_backward(impl, y, dy, dim, fn, *args, label: str):
+    """call_learner(fn, *args) for a call that runs Softmax.backward on y's graph with the
+    upstream gradient dy, naming a tuple ctx.saved_tensors passed on as y when it raises."""
+    from checks.context import call_learner
+
+    try:
+        return call_learner(fn, *args, label=label)
+    except CheckFailed as exc:
+        hint = _saved_tuple_hint(impl, y, dy, dim, exc.__cause__)
+        if hint:
+            exc.hint = hint
+        raise
+
+
+def _expect_backward_launch(ctx, impl, y, dy, dim):
     """Run y's backward node on dy and FAIL unless it launched softmax_backward_kernel.
 
     The node is called directly (grad_fn.apply), not through y.backward(): autograd runs a CUDA
     backward on its own worker thread, where the launch log, kept per thread, would see nothing.
     A direct call frees nothing, so the real backward can still run afterwards."""
-    from checks.context import call_learner
-
     with ctx.count_launches() as log:
-        grads = call_learner(y.grad_fn.apply, dy, label="Softmax.backward")
+        grads = _call_backward(impl, y, dy, dim, y.grad_fn.apply, dy, label="Softmax.backward")
     if not isinstance(grads, tuple) or not grads or grads[0] is None:
         ctx.fail(f"Softmax.backward returned {type(grads).__name__}, expected (dx, None)",
                  hint="backward must return (dx, None)")
@@ -1003,8 +1036,9 @@ def autograd_softmax_apply(ctx, impl, case):
                       "(strided_softmax.softmax)")
     # What the upstream gradient is, for the launch check here and the diagnoses below.
     dy = w if case.loss == "weighted" else w[0].expand(case.shape)
-    _expect_backward_launch(ctx, y, dy)
-    call_learner(_loss(y, w, case.loss).backward, label="backward through Softmax")
+    _expect_backward_launch(ctx, impl, y, dy, case.dim)
+    _call_backward(impl, y, dy, case.dim, _loss(y, w, case.loss).backward,
+                   label="backward through Softmax")
     if not torch.equal(x.detach(), x_saved):
         ctx.fail("Softmax wrote into x", hint="inputs must never be written")
     if x.grad is None:
@@ -1089,6 +1123,82 @@ def _expect_inplace_detected(ctx, impl, x_values, w, case, expected, rtol, atol)
                  "\"modified by an inplace operation\" here", hint=INPLACE_HINT)
 
 
+def _extra_allocations(ctx, run, dy, *, label: str):
+    """(run(dy), how many more tensors of dy's size run allocates for this dy than for a
+    contiguous dy of the same values): what the layout of dy alone costs, a copy of dy.
+    (The log sees views as well, ctx.saved_tensors' unpacking say; the contiguous call makes
+    the same ones, so only the difference counts.)"""
+    from checks.context import call_learner
+
+    def big(upstream):
+        with ctx.track_allocations() as log:
+            result = call_learner(run, upstream, label=label)
+        return result, sum(1 for shape, _ in log if math.prod(shape) >= dy.numel())
+
+    _, plain = big(dy.contiguous())
+    result, strided = big(dy)
+    return result, strided - plain
+
+
+def _dy_copy_hint(ctx, impl, y, dy, dim) -> str:
+    """Who copied dy: softmax_backward(y, dy, dim) called directly copies it too (the
+    launcher), or allocates dx alone for this dy (then the copy is Softmax.backward's)."""
+    try:
+        _, launcher = _extra_allocations(
+            ctx, lambda upstream: impl.softmax_backward(y.detach(), upstream, dim), dy,
+            label="softmax_backward")
+    except CheckFailed:
+        return ""
+    kind = "broadcast" if 0 in dy.stride() else "strided"
+    if launcher == 0:
+        return (f"Softmax.backward copied dy: this {kind} dy (strides {tuple(dy.stride())}) "
+                "costs one more tensor of its size than a contiguous one (dy.contiguous()?), "
+                "while softmax_backward(y, dy, dim) itself reads it in place; the kernel takes "
+                "strides: pass dy as it is, softmax_backward(y, dy, ctx.dim)")
+    return (f"softmax_backward copied dy: called directly, it allocates more for this {kind} "
+            f"dy (strides {tuple(dy.stride())}) than for a contiguous one; the kernel takes "
+            "strides: pass dy's own strides and read it in place")
+
+
+@register(W, "autograd.no_dy_copy", tier="kernel", uses=USES_AUTOGRAD,
+          cases=[Case(shape=(32, 80), dy=layout, dtype="float16")
+                 for layout in ("broadcast", "transposed")],
+          doc="Softmax.backward reads a broadcast or transposed dy in place: it allocates no "
+              "more than for a contiguous dy (no copy of dy)")
+def autograd_no_dy_copy(ctx, impl, case):
+    from checks.compare import tolerance_for
+    from checks.context import call_learner
+
+    torch = ctx.torch
+    x = ctx.randn(case.shape, case.dtype, scale=2.0).requires_grad_(True)
+    y = call_learner(impl.Softmax.apply, x, -1, label="Softmax.apply")
+    if not isinstance(y, torch.Tensor) or y.shape != x.shape or y.grad_fn is None:
+        ctx.fail(f"Softmax.apply returned {type(y).__name__} {getattr(y, 'shape', '')}, "
+                 f"expected a tensor of shape {tuple(x.shape)} with a grad_fn",
+                 hint="forward returns the softmax of x, same shape and dtype")
+    # What autograd hands backward for (y.sum(0) * w).sum() (stride 0 along the rows), and a
+    # column-major dy as a transposed upstream op gives.
+    if case.dy == "broadcast":
+        dy = ctx.randn((1, case.shape[1]), case.dtype).expand(case.shape)
+    else:
+        dy = _place(ctx.randn(case.shape, case.dtype), "transposed")
+    # Compiles, and names a backward that raises or falls back to torch, outside the count.
+    _expect_backward_launch(ctx, impl, y, dy, -1)
+    # y's backward node, called directly: it frees nothing, so it runs twice.
+    grads, extra = _extra_allocations(ctx, y.grad_fn.apply, dy, label="Softmax.backward")
+    if extra > 0:
+        ctx.fail(f"Softmax.backward allocated {extra} more tensor(s) of dy's size "
+                 f"{tuple(dy.shape)} for a dy with strides {tuple(dy.stride())} than for a "
+                 "contiguous dy; only dx is new", hint=_dy_copy_hint(ctx, impl, y, dy, -1))
+    expected = _vjp64(y, dy, -1)
+    tol = tolerance_for(y.dtype)
+    atol = _atol(y.detach(), dy, -1, expected)
+    ctx.assert_close(grads[0], expected, rtol=tol.rtol, atol=atol,
+                     name=f"dx of Softmax.backward for a {case.dy} dy",
+                     diagnose=_diagnoses(y.detach(), dy, -1, tol.rtol, atol,
+                                         gpu=ctx.device == "cuda"))
+
+
 @register(W, "autograd.default_dim", tier="kernel", uses=USES_AUTOGRAD,
           cases=[Case(shape=(5, 37), dtype="float32")],
           doc="Softmax.apply(x) with dim left out: softmax and gradient over the last dimension")
@@ -1108,7 +1218,7 @@ def autograd_default_dim(ctx, impl, case):
                  hint="forward returns the softmax of x, same shape and dtype")
     ctx.assert_close(y, x64.softmax(-1), name="Softmax.apply(x) (dim left out)", diagnose=[
         lambda g, e, bad: hint if _close(g, x64.softmax(0), 1e-5, 1e-7) else None])
-    call_learner(y.backward, dy, label="backward through Softmax")
+    _call_backward(impl, y, dy, -1, y.backward, dy, label="backward through Softmax")
     if x.grad is None:
         ctx.fail("x.grad is None after backward", hint="backward must return (dx, None)")
     # float32 kernels: a few eps32 of y and of <dy, y>, times max|dy| (as in
@@ -1146,8 +1256,9 @@ def autograd_finite_differences(ctx, impl, case):
     x = x32.to(ctx.torch_device).requires_grad_(True)
     _require_dim(ctx, case.dim)
     y = call_learner(impl.Softmax.apply, x, case.dim, label="Softmax.apply")
-    _expect_backward_launch(ctx, y, dy32.to(ctx.torch_device))
-    call_learner(y.backward, dy32.to(ctx.torch_device), label="backward through Softmax")
+    _expect_backward_launch(ctx, impl, y, dy32.to(ctx.torch_device), case.dim)
+    _call_backward(impl, y, dy32.to(ctx.torch_device), case.dim, y.backward,
+                   dy32.to(ctx.torch_device), label="backward through Softmax")
     if x.grad is None:
         ctx.fail("x.grad is None after backward", hint="backward must return (dx, None)")
     # Tolerance for the float32 kernels: the forward's y is off by a few eps32 relative (exp,

@@ -192,3 +192,12 @@ BUGS += [
         replace="x = tl.load(x_ptr + cols,", check="row_softmax.values",
         hint="load address without the row offset"),
 ]
+
+BUGS += [
+    # Found by the fifth learner audit (no hint on row_softmax.values; later checks said
+    # "output all zeros" and "tail not masked"): the denominator sums exp(x), not exp(x - max),
+    # so every row is off by the factor exp(max) (and overflows to 0 for huge logits).
+    Bug("softmax_denominator_sums_exp_x", find="denominator = tl.sum(numerator, axis=0)",
+        replace="denominator = tl.sum(tl.exp(x), axis=0)", check="row_softmax.values",
+        hint="the denominator sums exp(x), not exp(x - max)"),
+]

@@ -210,3 +210,12 @@ BUGS += [
         replace="s = a.s * math.exp(a.m - m) + b.s * math.exp(a.m - m)",
         check="merge.commutative", hint="both sums rescaled with the same side's factor"),
 ]
+
+BUGS += [
+    # Found by the fifth learner audit (misleading: merge.far_apart said "far-below side
+    # dropped", though nothing was dropped): the factors rescaled in base 2.
+    Bug("merge_rescale_base_2",
+        find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
+        replace="s = a.s * 2.0 ** (a.m - m) + b.s * 2.0 ** (b.m - m)",
+        check="merge.far_apart", hint="rescale factors in the wrong base"),
+]

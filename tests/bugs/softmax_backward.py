@@ -187,3 +187,16 @@ BUGS += [
         replace="        y, dy, dx = y.t().contiguous(), dy.t().contiguous(), dx.t().contiguous()\n",
         check="backward.layouts", hint="dx for dim=0 written into a copy"),
 ]
+
+BUGS += [
+    # Found by the fifth learner audit (no hint: "y must be a torch.Tensor, got tuple"): the
+    # tuple ctx.saved_tensors passed on as y, not unpacked.
+    Bug("saved_tensors_not_unpacked", find="(y,) = ctx.saved_tensors\n        dx =",
+        replace="y = ctx.saved_tensors\n        dx =", check="autograd.softmax_apply",
+        hint="ctx.saved_tensors is a tuple: unpack it"),
+    # Found by the fifth learner audit (silent): Softmax.backward copies dy with .contiguous()
+    # before the kernel, which takes strides: right values, one copy of dy per backward.
+    Bug("backward_copies_dy", find="dx = softmax_backward(y, dy, ctx.dim)",
+        replace="dx = softmax_backward(y, dy.contiguous(), ctx.dim)", check="autograd.no_dy_copy",
+        hint="Softmax.backward copied dy"),
+]
