@@ -145,7 +145,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 l_scaled_after_add=False, divide=True, alpha_block_max=False,
                 max_scaled_twice=False, diagonal_in_stage1=False, alpha_scaled_twice=False,
                 den_column_sums=False, left_keys_twice=False, p_old_max=False,
-                alpha_base_e=False, acc_by_column=False):
+                alpha_base_e=False, acc_by_column=False, acc_not_carried=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -194,6 +194,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     column c of a row block's acc is scaled by the alpha of the block's c-th row; it compiles
     only where d == block_m (elsewhere this replay gives the right output). The last row
     block's rows past N (q loaded as 0, every kept key scoring 0) have alphas of their own.
+    acc_not_carried: acc = tl.dot(p, v) without acc as the accumulator: each step replaces the
+    numerator with this block's P V, so a row keeps only the last key block its program visits
+    in its numerator (its denominator still sums them all).
     """
     import torch
 
@@ -251,6 +254,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 p_sum = p.reshape(-1, block_m, block_n).sum(dim=1).reshape(-1)
             if acc_scaled_after_add:
                 acc_new = (acc + p @ vp[start:start + block_n]) * alpha[:, None]
+            elif acc_not_carried:  # the old (rescaled) acc thrown away
+                acc_new = p @ vp[start:start + block_n]
             elif by_column:  # (block_m, d = block_m) tiles: column c times row c's alpha
                 acc_new = ((acc.reshape(-1, block_m, block_m) * alpha.reshape(-1, 1, block_m))
                            .reshape(n_rows, block_m) + p @ vp[start:start + block_n])
@@ -279,7 +284,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     return acc / den[:, None]
 
 
-def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=False):
+def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=False,
+                transposed_keep=False):
     """The output of a kernel whose two stages walk other key ranges than the reference's, in
     float64: a key a row's program adds twice weighs as twice one key (the online update is
     exact whatever the order and the multiplicity), a key never added weighs 0.
@@ -290,12 +296,18 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
     below N and, when causal, not after the row; local_keep: the causal term compares indices
     local to the blocks, tl.arange(0, BLOCK_M)[:, None] >= tl.arange(0, BLOCK_N)[None, :],
     the row's place in its row block against the key's place in its key block.
+    transposed_keep: the causal term built as offs_m[None, :] >= offs_n[:, None], a (BLOCK_N,
+    BLOCK_M) tile that Triton lays over the (BLOCK_M, BLOCK_N) scores only where block_m ==
+    block_n (elsewhere it does not compile: None): score (a, b), row first + a and key start +
+    b, is kept where offs_m[b] >= offs_n[a], first + b >= start + a.
     None where the unmasked stage reads keys past N (not modelled). A row that adds no key is
     NaN (0 / 0), as in the kernel. Costs N x N x d; one row block's N counts at a time.
     """
     import torch
 
     n = q.shape[0]
+    if transposed_keep and block_m != block_n:
+        return None
     q64, k64, v64 = q.double().cpu(), k.double().cpu(), v.double().cpu()
     out = torch.empty((n, v.shape[1]), dtype=torch.float64)
     for start_m in range(-(-n // block_m)):
@@ -313,6 +325,9 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
                 count[:, keys] += 1.0
             elif local_keep:
                 count[:, keys] += ((rows - first)[:, None] >= (keys - start)[None, :]).double()
+            elif transposed_keep:
+                count[:, keys] += ((first + keys - start)[None, :]
+                                   >= (start + rows - first)[:, None]).double()
             else:
                 count[:, keys] += (rows[:, None] >= keys[None, :]).double()
         s = ((q64[rows] @ k64.T) * scale).masked_fill(count == 0, -math.inf)
@@ -375,10 +390,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         err = (candidate - expected).abs()
         return bool(((err > atol + rtol * expected.abs()) | candidate.isnan()).any())
 
-    def replay(label, max_n=None, finite=False, **switches):
+    def replay(label, max_n=None, finite=False, strict=False, **switches):
         """max_n: skip the replay above that N (see _REPLAY_MAX_N). finite: use the replay only
         where it is wrong somewhere it is finite: one wrong by NaN alone (huge logits overflow
-        it, as they overflow many other mistakes) would match any NaN output."""
+        it, as they overflow many other mistakes) would match any NaN output. strict: the
+        output must reproduce the replay in its wrong elements too (matches() alone lets 1%
+        disagree): for a replay near other mistakes' outputs, which then match it but for a
+        few rows."""
         def diagnose(got, expected, bad):
             if max_n is not None and n > max_n:
                 return None
@@ -387,7 +405,9 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                                    block_n=bn, **switches)
                 if finite and not differs(cand.where(cand.isfinite(), expected), expected):
                     continue
-                if differs(cand, expected) and matches(got, cand):
+                if not (differs(cand, expected) and matches(got, cand)):
+                    continue
+                if not strict or bool(agrees(got[bad], cand[bad], rtol, atol).all()):
                     return label
             return None
 
@@ -419,7 +439,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
-    def walk(label, stages, local_keep=False):
+    def walk(label, stages, local_keep=False, transposed_keep=False):
         """A stage-bound mistake: _key_walk64 with stages(start_m, block_m, block_n) -> (hi1,
         lo2, hi2). The label (or label(block_m, block_n)) where that output differs from the
         reference and the implementation reproduces it, its wrong elements included (as
@@ -430,6 +450,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             for bm, bn in _block_candidates(impl, case, n, d, dtype, causal):
                 cand = _key_walk64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
                                    block_n=bn, local_keep=local_keep,
+                                   transposed_keep=transposed_keep,
                                    stages=lambda sm, bm=bm, bn=bn: stages(sm, bm, bn))
                 if cand is None or not (differs(cand, expected) and matches(got, cand)):
                     continue
@@ -472,6 +493,34 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
+    def rounded_through():
+        """The output rounded to another 16-bit dtype before the store (a cast hard-coded in
+        the kernel, e.g. .to(tl.float16) on a float32 output): every element is then a value of
+        that dtype exactly, which a float32 (or the other 16-bit) result almost never is, and
+        equals the reference rounded to it, up to one unit in its last place (the kernel rounds
+        its own float32 result, which may lie on the other side of a rounding boundary)."""
+        import torch
+
+        def diagnose(got, expected, bad):
+            for narrow in ("float16", "bfloat16"):
+                if narrow == dtype:
+                    continue
+                t = getattr(torch, narrow)
+                finite = got.isfinite()
+                if not bool((got[finite].to(t).double() == got[finite]).all()):
+                    continue
+                model = expected.to(t).double()
+                if differs(model, expected) and bool(
+                        agrees(got, model, torch.finfo(t).eps, atol).all()):
+                    return (f"{dtype} output rounded through {narrow}: every element of the "
+                            f"output is a {narrow} value (the reference rounded to {narrow}), "
+                            f"as from a cast hard-coded in the kernel, e.g. (acc / l_i[:, None])"
+                            f".to(tl.{narrow}); cast to the output's dtype at the store, "
+                            f"out.to(out_ptr.dtype.element_ty)")
+            return None
+
+        return diagnose
+
     scale_mistakes = [
         ("scale not applied: the output equals softmax(Q K^T) V without the scale", 1.0),
         ("log2(e) folded twice, or exp used with log2-unit scores: the output equals "
@@ -491,6 +540,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                                "q.shape[-1] (the head dim), not the sequence length N",
                                n ** -0.5))
     hints = [
+        rounded_through(),
         replay("numerator not rescaled: acc (the running P @ V) must be multiplied by alpha = "
                "exp2(m_old - m_new) whenever the running max grows, like the denominator",
                rescale_acc=False),
@@ -500,6 +550,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                max_n=_REPLAY_MAX_N, acc_by_column=True),
         replay("denominator not rescaled: l_i must be multiplied by alpha = exp2(m_old - m_new) "
                "whenever the running max grows, like the numerator", rescale_l=False),
+        # Both at once: m_i overwritten with m_new before alpha. Strict: its output is near
+        # "numerator not rescaled"'s and "denominator not rescaled"'s, and near the reference
+        # where a row's running max rarely grows.
+        replay("alpha is 1 at every step (neither acc nor l rescaled): m_i was overwritten "
+               "with m_new before alpha = exp2(m_i - m_new), so alpha = exp2(m_new - m_new) = "
+               "1; compute alpha from the old max first, and set m_i = m_new last, after acc "
+               "and l_i are updated", strict=True, rescale_acc=False, rescale_l=False),
         # No replay for a max not carried across blocks (m_new = the block's own max): any
         # shift is exact while alpha follows it, so its output differs only where alpha
         # overflows, by NaN alone, and such a replay matched every NaN output (the mistakes
@@ -520,10 +577,17 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "m_new, already a scaled logit in log2 units, by qk_scale again; scale the "
                "score alone: p = exp2(s * qk_scale - m_new)", max_n=_REPLAY_MAX_N,
                finite=True, max_scaled_twice=True),
+        # Strict, as the next: where alpha is 1 at the last step (the running max no longer
+        # grows) each is near the other's output.
+        replay("accumulator not carried across key blocks: acc = tl.dot(p, v) starts a new "
+               "sum at every step, so the numerator holds the last key block's P V alone "
+               "(the denominator still sums every block); pass acc as the accumulator, "
+               "tl.dot(p, v, acc), after rescaling it by alpha", max_n=_REPLAY_MAX_N,
+               strict=True, acc_not_carried=True),
         replay("numerator rescaled after the add: acc = (acc + P V) * alpha scales this key "
                "block's P V too (and the first block's alpha is exp2(-inf - m) = 0, which "
                "drops it); rescale the old sum, then add: acc = acc * alpha[:, None] + P V",
-               acc_scaled_after_add=True),
+               strict=True, acc_scaled_after_add=True),
         replay("denominator rescaled after the add: l_i = (l_i + rowsum(P)) * alpha scales this "
                "key block's sum too (and the first block's alpha is exp2(-inf - m) = 0, which "
                "drops it); l_i = l_i * alpha + rowsum(P)", l_scaled_after_add=True),
@@ -570,12 +634,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                 "scale belongs inside the exponent, softmax(Q K^T * scale) V",
                 lambda: scale_used * reference(q, k, v, causal=causal, scale=1.0)),
         scales(scale_mistakes),
-        # After the others: a replay that differs from the reference in a few elements only
-        # would match (99% agreement) other mistakes' outputs that are wrong there alone.
+        # After the others, and strict: a replay that differs from the reference in a few
+        # elements only would match (99% agreement) other mistakes' outputs that are wrong
+        # there alone (alpha = 1 at every step, say, where the scale is small).
         replay("alpha scaled twice: alpha = exp2((m_i - m_new) * qk_scale) multiplies a "
                "difference of two running maxima, already scaled logits in log2 units, by "
                "qk_scale again; alpha = exp2(m_i - m_new)", max_n=_REPLAY_MAX_N,
-               alpha_scaled_twice=True),
+               strict=True, alpha_scaled_twice=True),
         replay("denominator summed over the wrong axis: l_i += tl.sum(p, 0) adds the column "
                "sums of p (the shapes agree only where BLOCK_M == BLOCK_N); each row's "
                "denominator sums its own row: tl.sum(p, 1)", max_n=_REPLAY_MAX_N,
@@ -611,6 +676,16 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"has {bm // bn} key blocks of BLOCK_N = {bn}; keep &= offs_m[:, None] >= "
             f"offs_n[None, :]"),
             lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), local_keep=True))
+        # The rows and keys of keep swapped: a (BLOCK_N, BLOCK_M) tile, which compiles only
+        # where BLOCK_M == BLOCK_N (elsewhere Triton's broadcast error names the line); in the
+        # diagonal block a row then keeps the keys from its own to the block's end.
+        hints.append(walk(
+            "causal mask transposed: keep = offs_m[None, :] >= offs_n[:, None] is a (BLOCK_N, "
+            "BLOCK_M) tile whose rows are keys, so in the diagonal block each row kept the keys "
+            "from its own onwards instead of up to it (with BLOCK_M != BLOCK_N it does not "
+            "compile); rows are offs_m[:, None], keys offs_n[None, :]: keep &= offs_m[:, None] "
+            ">= offs_n[None, :]",
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), transposed_keep=True))
         hints.append(replay("the causal diagonal stage stopped after BLOCK_N keys: it must run "
                             "from the row block's first key to the end of the row block, "
                             "hi2 = min((start_m + 1) * BLOCK_M, N), not start_m * BLOCK_M + "
@@ -800,7 +875,9 @@ def forward_values(ctx, impl, case):
             if not exc.hint and isinstance(exc.__cause__, (TypeError, ValueError)):
                 exc.hint = _valid_call_refused(case)
             elif "out-of-bounds load" in exc.message:  # the interpreter's bounds check
-                exc.hint = _diagonal_in_stage1(ctx, impl, case, q, k, v, scale) or exc.hint
+                exc.hint = (_diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
+                            or _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale)
+                            or exc.hint)
             raise
         _interpreter_notes(ctx, case.dtype)
         _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
@@ -854,23 +931,36 @@ def _fenced_tail_read(ctx, impl, case, q, k, v, scale):
     return diagnose
 
 
-def _call_on_zero_padded(ctx, impl, case, q, k, v, scale):
-    """The learner's attention on copies of q, k and v that are the first N rows of longer
-    buffers whose later rows are 0 (the case's mask and knobs), or None if that call fails:
-    reads past N then succeed and add nothing that is NaN."""
+def _padded(ctx, q, k, v, *, random_rows=False):
+    """Copies of q, k and v that are the first N rows of longer buffers whose later rows are 0
+    (or random numbers): reads past N then succeed and add nothing that is NaN."""
     torch = ctx.torch
     n, d = q.shape
     padded = []
     for t in (q, k, v):
-        buffer = torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device)
+        buffer = (ctx.randn((n + _FENCE_ROWS, d), str(t.dtype).replace("torch.", ""))
+                  if random_rows else
+                  torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device))
         buffer[:n] = t
         padded.append(buffer[:n])
+    return padded
+
+
+def _call_on_padded(ctx, impl, case, padded, scale, rows):
+    """The learner's attention on `padded` (from _padded; `rows`: what follows row N) with the
+    case's mask and knobs, or None if that call fails."""
     try:
         return ctx.call(impl.attention, *padded, causal=bool(case.causal), scale=scale,
-                        **_knobs(case), name="attention on q, k, v followed by zero rows",
-                        expect_shape=tuple(q.shape), expect_dtype=q.dtype)
+                        **_knobs(case), name=f"attention on q, k, v followed by {rows} rows",
+                        expect_shape=tuple(padded[0].shape), expect_dtype=padded[0].dtype)
     except CheckFailed:
         return None
+
+
+def _call_on_zero_padded(ctx, impl, case, q, k, v, scale):
+    """The learner's attention on copies of q, k and v followed by zero rows, or None if that
+    call fails."""
+    return _call_on_padded(ctx, impl, case, _padded(ctx, q, k, v), scale, "zero")
 
 
 def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
@@ -899,6 +989,33 @@ def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
                     "(start_m + 1) * BLOCK_M the diagonal block ran without any mask (the keys "
                     "after each row kept, and keys past N read: on q, k, v followed by zero "
                     "rows the output is that replay) and the masked stage [lo2, hi2) was empty")
+    return None
+
+
+def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale):
+    """The hint for a non-causal call that read keys past N (the interpreter's bounds check
+    stopped it) when the unmasked stage 1 ran past the last full key block: attention is called
+    again on copies of q, k and v followed by random rows, so the same reads succeed, and the
+    mistake is named only if that output is _first_stage_past_n's replay reading those rows.
+    Random rows, not zeros: a few keys scoring 0 among many can stay inside the tolerance (d =
+    64 in bf16), random keys and values move the output further. None otherwise: e.g. a v load
+    without its mask, whose p = 0 cancels any finite row."""
+    n, d = q.shape
+    if case.causal or n == 0:
+        return None
+    padded = _padded(ctx, q, k, v, random_rows=True)
+    got = _call_on_padded(ctx, impl, case, padded, scale, "random")
+    if got is None:
+        return None
+    got = got.double().cpu()
+    scale_used = d ** -0.5 if scale is None else scale
+    expected = reference(q, k, v, causal=False, scale=scale_used)
+    dtype = str(q.dtype).replace("torch.", "")
+    for bn in dict.fromkeys(bn for _, bn in _block_candidates(impl, case, n, d, dtype, False)):
+        hint = _first_stage_past_n(*padded, scale=scale_used, block_n=bn,
+                                   dtype=dtype)(got, expected, None)
+        if hint:
+            return hint
     return None
 
 
@@ -1378,6 +1495,9 @@ def _first_stage_past_n(q, k, v, *, scale, block_n, dtype):
     stage ran to some hi1 past the last full key block (N // BLOCK_N) * BLOCK_N, so its last
     step read keys up to the next multiple of BLOCK_N unmasked (the rows past N that the
     memory holds, or zeros where TMA clips them), and the masked stage then ran [hi1, N) again.
+    hi1 = cdiv(N, BLOCK_N) * BLOCK_N (rounded up, past N) reads up to there and leaves the
+    masked stage empty. forward.values asks this of inputs followed by random rows, after the
+    interpreter's bounds check stopped the same read of plain inputs.
     """
     n, d = q.shape
 
@@ -1387,9 +1507,11 @@ def _first_stage_past_n(q, k, v, *, scale, block_n, dtype):
         if not block_n or n == 0:
             return None
         right = (n // block_n) * block_n
-        ends = sorted({n} | {(n // b) * b for b in (16, 32, 64, 128, 256)} - {right})
+        rounded_up = -(-n // block_n) * block_n
+        ends = sorted({n, rounded_up} | {(n // b) * b for b in (16, 32, 64, 128, 256)}
+                      - {right})
         max_logit = _max_logit(q, k, scale) * 2
-        for hi1 in (e for e in ends if right < e <= n):
+        for hi1 in (e for e in ends if right < e <= max(n, rounded_up)):
             reach = -(-hi1 // block_n) * block_n  # the first stage's last step ends here
             for beyond in ("memory", "zeros"):
                 kk, vv = (_strided_view(t, (reach, d), tuple(t.stride()), t.storage_offset())
@@ -1403,13 +1525,20 @@ def _first_stage_past_n(q, k, v, *, scale, block_n, dtype):
                 vals = torch.cat([vv, vv[hi1:n]])
                 cand = torch.softmax((q.double().cpu() @ keys.T) * scale, dim=-1) @ vals
                 if _reproduces(got, cand, expected, dtype, v, max_logit):
+                    # hi1 = N and hi1 = cdiv(N, BLOCK_N) * BLOCK_N read the same keys and
+                    # leave the masked stage empty: the output cannot tell them apart.
+                    ran = (f"ran to key {hi1}" if hi1 < n else
+                           f"ran to N = {n} or past it (hi1 = N, or rounded up as cdiv does: "
+                           f"{rounded_up})")
+                    again = (f"the masked stage counted keys {hi1}..{n - 1} again" if hi1 < n
+                             else "the masked stage was left empty")
                     return (f"the first stage must end on a BLOCK_N boundary: the unmasked "
-                            f"stage ran to key {hi1}, past the last full key block "
+                            f"stage {ran}, past the last full key block "
                             f"((N // BLOCK_N) * BLOCK_N = {right} for N = {n}, BLOCK_N = "
                             f"{block_n}), so its last step read keys up to {reach} without a "
-                            f"mask (and the masked stage counted keys {hi1}..{n - 1} again); "
-                            f"without a causal mask stage 1 is [0, (N // BLOCK_N) * BLOCK_N), "
-                            f"whatever BLOCK_M is")
+                            f"mask ({again}); without a causal mask stage 1 is "
+                            f"[0, (N // BLOCK_N) * BLOCK_N), rounded down, whatever BLOCK_M "
+                            f"is")
         return None
 
     return diagnose

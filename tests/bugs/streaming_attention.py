@@ -380,3 +380,31 @@ BUGS += [
         replace="acc = tl.dot(p, v, acc, input_precision=DOT_PRECISION)",
         check="cuda.stream", hint="tl.dot operands of two dtypes", gpu_only=True),
 ]
+
+BUGS += [
+    # Found by the fifth learner audit (a misleading or generic hint, or none). m_i = m_new
+    # moved before alpha: alpha = exp2(m_new - m_new) = 1, so neither acc nor l is rescaled.
+    Bug("max_updated_before_alpha",
+        find="        alpha = tl.math.exp2(m_i - m_new)  #",
+        replace="        m_i = m_new\n        alpha = tl.math.exp2(m_i - m_new)  #",
+        check="forward.values", hint="alpha is 1 at every step"),
+    # Non-causal stage 1 rounded up to a multiple of BLOCK_N: its last step reads keys past N
+    # unmasked (the interpreter's bounds check stops it; forward.values retries on zero rows).
+    Bug("first_stage_rounded_up", find="        hi1 = (n_ctx // BLOCK_N) * BLOCK_N\n",
+        replace="        hi1 = tl.cdiv(n_ctx, BLOCK_N) * BLOCK_N\n", check="forward.values",
+        hint="the first stage must end on a BLOCK_N boundary"),
+    # The causal term of keep with rows and keys swapped: it compiles where BLOCK_M == BLOCK_N.
+    Bug("causal_keep_transposed",
+        find="keep = keep & (offs_m[:, None] >= offs_n[None, :])",
+        replace="keep = keep & (offs_m[None, :] >= offs_n[:, None])", check="forward.values",
+        hint="causal mask transposed"),
+    # The output cast hard-coded to float16 before the store: a float32 output is rounded.
+    Bug("output_cast_float16", find="out = acc / l_i[:, None]  # (BLOCK_M, HEAD_DIM)",
+        replace="out = (acc / l_i[:, None]).to(tl.float16)  # (BLOCK_M, HEAD_DIM)",
+        check="forward.values", hint="float32 output rounded through float16"),
+    # acc not passed to tl.dot: each step replaces the numerator with this block's P V.
+    Bug("acc_not_carried",
+        find="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32",
+        replace="acc = tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)  # fp32",
+        check="forward.values", hint="accumulator not carried across key blocks"),
+]
