@@ -14,6 +14,7 @@ that) and say so when the output matches the simulation and not the truth.
 from __future__ import annotations
 
 import math
+import threading
 
 from checks import launches
 from checks.compare import always, not_from_values
@@ -109,14 +110,18 @@ def _simulated(hint, simulate, match, differ):
     return diagnose
 
 
-def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None):
+def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=None,
+              column_max_probe=None):
     """The classic mistakes of this workshop, most specific first, for input x and `dim`.
     `never_written`: the mask of the output's elements that still hold the checks' fill of
     fresh memory (ctx.never_written), or None; a diagnosis that reads non-finite values as
     the kernel's own NaN or inf leaves those out. `minus_inf_probe`: a callable that says
     whether the learner's softmax of x's softmax rows laid out contiguously (no strides to get
     wrong, the same path and knobs) NaNs the same rows; when given, "running max still -inf"
-    needs it."""
+    needs it. `launched`: the call's launch record (launches.recording()), or None when
+    unknown; it tells the replays of path A's one block the tile (BLOCK_I, BLOCK_R) that ran.
+    `column_max_probe`: a callable that says whether the learner's path A, on an input no such
+    mistake makes NaN, takes the row max down the tile's columns (_column_max_probe)."""
     import torch
 
     from checks.compare import agrees, tolerance_for
@@ -126,6 +131,7 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None):
     rtol, atol = 4 * tol.rtol, 4 * tol.atol + 1e-7  # "matches the simulation"
     d = dim % 2
     n_cols = x.shape[1]
+    n_cols_r = x.shape[d]  # the length of a softmax row
 
     def fp16_statistics():
         if x.dtype == torch.float16:
@@ -233,6 +239,38 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None):
                 "loaded as a finite number above that (-1e30? the dtype's lowest?), won the max "
                 f"and took the row's sum (the stored row sums to {float(sums[r]):.3g}); load "
                 "them with other=-float(\"inf\")")
+
+    def max_down_the_columns(got, expected, bad):
+        # Path A's one-block tile is (BLOCK_I rows, BLOCK_R positions): tl.max(x, axis=0) takes
+        # each position's max over the tile's rows, and x - m[None, :] shifts element (i, r) by
+        # it. The replay needs the tile: the launch record's, else every BLOCK_I (the rows a
+        # program owns) with the smallest BLOCK_R that holds the row.
+        if launched is not None:
+            tiles = _one_block_tiles(launched)
+        else:
+            side = max(1 << (n_cols_r - 1).bit_length(), 2) if n_cols_r else 2
+            tiles = [(1 << k, side) for k in range(9)]
+        for block_i, block_r in tiles:
+            sim = _column_max_model(x, dim, block_i, block_r)
+            if sim is None or _close(sim, expected, *exact) or not _close(got, sim, rtol, atol):
+                continue
+            if not bool((sim.isfinite() & ~agrees(sim, expected, *exact)).any()):
+                # NaN alone (every row of a tile real, so the positions past the row's end
+                # are -inf - (-inf)) fits other mistakes too (no max subtracted, on logits
+                # that overflow exp): only a probe on an input without NaN can tell
+                if column_max_probe is None or not column_max_probe():
+                    continue
+            one = (" (with one row per program that max is x itself: every numerator is 1)"
+                   if block_i == 1 else "")
+            return ("row max taken over the wrong axis of the tile (axis=0, down the "
+                    f"columns): the output matches a softmax that shifts element (i, r) by the "
+                    f"max over the {block_i} rows of its program's tile at position r, not "
+                    f"by row i's own max{one}; positions past the end of the row, -inf in "
+                    "every real row, then give -inf - (-inf) = NaN unless the tile holds a row "
+                    "past the last (loaded as 0). Path A's tile is (BLOCK_I rows, BLOCK_R "
+                    "positions): a row's max runs along axis 1, m = tl.max(x, axis=1), and "
+                    "broadcasts along its row as m[:, None]")
+        return None
 
     def no_max(got, expected, bad):
         # exp overflows float32 past 88.7: only then can a missing shift make inf / inf = NaN.
@@ -356,6 +394,7 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None):
                    match=(1e-2, 1e-4), differ=exact),
         other_dim,
         output_with_input_strides,
+        max_down_the_columns,
         max_seeded_zero,
         finite_tail_sentinel,
         no_max,
@@ -387,6 +426,86 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None):
                    match=(rtol, atol), differ=exact),
         wrong_normalizer,
     ]
+
+
+def _one_block_tiles(launched) -> list:
+    """(BLOCK_I, BLOCK_R) of each of path A's one-block launches in a launch record."""
+    tiles = []
+    for launch in launched or ():
+        args = launch.arguments
+        tile = (args.get("BLOCK_I"), args.get("BLOCK_R"))
+        if (launch.name == "softmax_along_kernel" and args.get("ONE_BLOCK") is True
+                and all(isinstance(v, int) and v > 0 for v in tile) and tile not in tiles):
+            tiles.append(tile)
+    return tiles
+
+
+def _column_max_model(x, dim: int, block_i: int, block_r: int):
+    """Path A's one block with the row max taken down the tile's columns (tl.max(x, axis=0),
+    then x - m[None, :]): element (i, r) shifted by the max over its program's block_i rows at
+    position r. Rows past the last load 0 and positions past the row's end -inf, as _load_x
+    leaves them; a position that is -inf in every row of a tile gives -inf - (-inf) = NaN,
+    which the row's sum spreads over the row. Replayed in float32 as the kernel runs it; x's
+    shape out, None where the row does not fit one block."""
+    import torch
+
+    rows = _rows_of(x, dim).float()
+    n_i, n_r = rows.shape
+    if block_r < n_r or n_i == 0:
+        return None
+    strips = -(-n_i // block_i)
+    tile = torch.zeros((strips * block_i, block_r))
+    tile[:n_i] = -math.inf
+    tile[:n_i, :n_r] = rows
+    tiles = tile.reshape(strips, block_i, block_r)
+    log2e = torch.tensor(1.4426950408889634, dtype=torch.float32)
+    numerator = torch.exp2((tiles - tiles.amax(dim=1, keepdim=True)) * log2e)
+    y = numerator * (1.0 / numerator.sum(dim=2, keepdim=True))
+    y = y.reshape(-1, block_r)[:n_i, :n_r].double()
+    d = dim % 2
+    shape = list(x.shape)
+    shape.append(shape.pop(d))
+    return y.reshape(shape).movedim(-1, d)
+
+
+def _column_max_probe(impl, device):
+    """A probe for "row max taken down the tile's columns": the learner's softmax, path A, of a
+    contiguous (6, 32) float32 q of moderate logits (rows a power of two long: no position past
+    the end, so the mistake makes no NaN; no exp overflows). True when the output matches the
+    replay with the tile its launch ran, and not the truth; False when the probe raises or
+    differs. Asked only when an output that is NaN alone matches the replay."""
+    answer = []
+
+    def probe() -> bool:
+        if answer:
+            return answer[0]
+        answer.append(False)
+        try:
+            import torch
+
+            from checks.compare import agrees, tolerance_for
+
+            gen = torch.Generator().manual_seed(20261203)
+            q = 3.0 * torch.randn((6, 32), generator=gen, dtype=torch.float64)
+            with torch.no_grad(), launches.recording() as launched:
+                out = impl.softmax(q.to(device=device, dtype=torch.float32), -1, path="A")
+            got = out.detach().double().cpu()
+        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+            return False
+        tol = tolerance_for(torch.float32)
+        exact, match = (tol.rtol, tol.atol), (4 * tol.rtol, 4 * tol.atol + 1e-7)
+        truth = _softmax64(q, -1)
+        if tuple(got.shape) != tuple(q.shape) or _close(got, truth, *exact):
+            return False
+        for block_i, block_r in _one_block_tiles(launched):
+            sim = _column_max_model(q, -1, block_i, block_r)
+            if (sim is not None and _close(got, sim, *match)
+                    and bool((sim.isfinite() & ~agrees(sim, truth, *exact)).any())):
+                answer[0] = True
+                break
+        return answer[0]
+
+    return probe
 
 
 def _written_with_input_strides(x, got, expected, rtol: float, atol: float) -> bool:
@@ -531,8 +650,29 @@ def _require_regions(ctx, impl, x, dim=-1, **knobs) -> None:
                                              "(_across_stats and _across_normalize)")
 
 
+# The last _call's (output, launch record, implementation) on this thread: _compare reads it
+# when it gets that same output, so that the diagnoses replay the tiles and walks that ran.
+_LAST_CALL = threading.local()
+
+
+def _launched_for(out):
+    """(launch record, implementation) of the _call that returned `out`, else (None, None)."""
+    last = getattr(_LAST_CALL, "value", None)
+    if last is None or last[0] is not out:
+        return None, None
+    return last[1], last[2]
+
+
 def _call(ctx, impl, x, dim, **knobs):
     """softmax(x, dim, **knobs) through ctx.call (fresh, contiguous, same shape and dtype)."""
+    _LAST_CALL.value = None
+    with launches.recording() as launched:
+        out = _call_once(ctx, impl, x, dim, **knobs)
+    _LAST_CALL.value = (out, list(launched), impl)
+    return out
+
+
+def _call_once(ctx, impl, x, dim, **knobs):
     _require_regions(ctx, impl, x, dim, **knobs)
     try:
         return ctx.call(impl.softmax, x, dim, name="softmax", expect_shape=tuple(x.shape),
@@ -589,8 +729,31 @@ def _compare(ctx, x, dim, out, extra=(), minus_inf_probe=None):
     """out against the float64 softmax of x; `extra` diagnoses go before the usual ones."""
     name = (f"softmax(x, dim={dim}) of x {tuple(x.shape)} with strides {tuple(x.stride())}, "
             f"storage offset {x.storage_offset()}")
-    ctx.assert_close(out, _softmax64(x, dim), name=name,
-                     diagnose=[*extra, *diagnoses(x, dim, ctx.never_written(out), minus_inf_probe)])
+    launched, impl = _launched_for(out)
+    probe = None if impl is None else _column_max_probe(impl, x.device)
+    ctx.assert_close(out, _softmax64(x, dim), name=name, diagnose=[
+        *extra, *_walk_diagnoses(x, dim, launched),
+        *diagnoses(x, dim, ctx.never_written(out), minus_inf_probe, launched, probe)])
+
+
+def _walk_diagnoses(x, dim, launched):
+    """The first pass's diagnoses (_first_pass_wrong) for the two-pass walk the launch record
+    shows (its BLOCK_R, and each slice's positions for path B's split), so that a call without
+    an explicit block_r gets them too; none for one block or an unknown record."""
+    for launch in launched or ():
+        args = launch.arguments
+        block_r = args.get("BLOCK_R")
+        if not isinstance(block_r, int) or block_r <= 0:
+            continue
+        if launch.name in ("softmax_along_kernel", "softmax_across_kernel"):
+            if args.get("ONE_BLOCK") is False:
+                return _first_pass_wrong(x, dim, block_r)
+        elif launch.name == "softmax_across_partial_kernel":
+            per = args.get("rows_per_split")
+            # (slices of whole blocks only: the replay walks each slice in whole blocks)
+            if isinstance(per, int) and per > 0 and per % block_r == 0:
+                return _first_pass_wrong(x, dim, block_r, per)
+    return []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -739,12 +902,14 @@ def forward_paths(ctx, impl, case):
         n_r = x.shape[d]
         # whole blocks per slice: ceil(ceil(n_r / splits) / block_r) * block_r
         per_split = math.ceil(math.ceil(n_r / case.splits) / case.block_r) * case.block_r
+    if per_split:
+        # (before the first pass's replays: slice sums of 65536 that overflow float16 leave
+        # rows of 0, which the replay of a first pass whose sums are far too large matches too)
+        extra.append(_split_stats_16bit(x, case.dim, per_split))
     if case.get("block_r"):
         extra += [_one_block_too_short(x, case.dim, case.block_r),
                   _running_stats_stuck(x, case.dim, case.block_r),
                   *_first_pass_wrong(x, case.dim, case.block_r, per_split)]
-    if per_split:
-        extra.append(_split_stats_16bit(x, case.dim, per_split))
     with ctx.count_launches() as log, launches.recording() as launched:
         try:
             out = _call(ctx, impl, x, case.dim, **knobs)
@@ -842,7 +1007,11 @@ def _first_pass_model(x, dim: int, block_r: int, rows_per_split: int, variant: s
     replayed in float32 as the kernel runs it, so that an exp that overflows float32 there
     overflows here too. variant "chunk_max": m_new is the chunk's own max (the running max
     dropped); "old_max": the chunk's terms exp(x - m) take the running max from before the
-    chunk (-inf at the first). (n_i, n_r) rows in, x's shape out; None for one block."""
+    chunk (-inf at the first); "guard_old_m": the -inf guard tests the old m, so the first
+    chunk (m = -inf) is shifted by 0; "rescale_flipped": the old sum rescaled by
+    exp(m_new - m) (inf at the first chunk, and 0 * inf = NaN); "unguarded": no -inf guard
+    (shift = m_new); any other name: the right walk. (n_i, n_r) rows in, x's shape out; None
+    for one block."""
     import torch
 
     rows = _rows_of(x, dim).float()
@@ -861,9 +1030,12 @@ def _first_pass_model(x, dim: int, block_r: int, rows_per_split: int, variant: s
             chunk[:, :part.shape[1]] = part
             big = chunk.amax(dim=1)
             m_new = big if variant == "chunk_max" else torch.maximum(m, big)
-            shift = torch.where(m_new == -math.inf, 0.0, m_new)
+            guard = m if variant == "guard_old_m" else m_new
+            shift = m_new if variant == "unguarded" else torch.where(guard == -math.inf, 0.0,
+                                                                     m_new)
             base = m if variant == "old_max" else shift
-            s = s * torch.exp2((m - shift) * log2e) + torch.exp2(
+            rescale = shift - m if variant == "rescale_flipped" else m - shift
+            s = s * torch.exp2(rescale * log2e) + torch.exp2(
                 (chunk - base[:, None]) * log2e).sum(dim=1)
             m = m_new
         ms.append(m)
@@ -882,13 +1054,16 @@ def _first_pass_model(x, dim: int, block_r: int, rows_per_split: int, variant: s
     return y.reshape(shape).movedim(-1, d)
 
 
-def _first_pass_wrong(x, dim: int, block_r: int, rows_per_split: int = 0):
+def _first_pass_wrong(x, dim: int, block_r: int, rows_per_split: int = 0,
+                      minus_inf_probe=None):
     """Diagnoses of the two-pass walk's first pass: the running max dropped (each chunk's own
-    max), and the chunk's terms shifted by the old running max. Each replays its mistake in
-    float32 (_first_pass_model) and speaks when the output matches it, not the truth and not
-    the other mistake's replay (on logits near 1e4 both give rows of 0). A replay may hold
-    NaN (inf * 0 where a later chunk rescales an inf sum): the output must hold it too, and
-    some finite wrong value besides, since NaN alone fits many mistakes."""
+    max), the chunk's terms shifted by the old running max, the -inf guard testing the old m,
+    and the old sum rescaled by exp(m_new - m). Each replays its mistake in float32
+    (_first_pass_model) and speaks when the output matches it and not the truth; when several
+    replays match (on logits near 1e4 most give rows of 0) one hint names them all. A replay
+    may hold NaN (inf * 0 where a later chunk rescales an inf sum): the output must hold it
+    too, and some finite wrong value besides, since NaN alone fits many mistakes; only the
+    flipped rescale, NaN everywhere by construction, is named from its NaN."""
     from checks.compare import agrees, tolerance_for
 
     tol = tolerance_for(x.dtype)
@@ -901,6 +1076,8 @@ def _first_pass_wrong(x, dim: int, block_r: int, rows_per_split: int = 0):
             models[variant] = _first_pass_model(x, dim, block_r, rows_per_split, variant)
         return models[variant]
 
+    fold = ("m_new = max(m, chunk max), shift = 0 where m_new is -inf (else m_new), "
+            "s = s * exp(m - shift) + sum(exp(x - shift)), then m = m_new")
     hints = {
         "chunk_max": "running max must be max(m, chunk max), not the chunk's own max: the "
                      "output matches a first pass whose m_new is each chunk's max alone. That "
@@ -912,45 +1089,74 @@ def _first_pass_wrong(x, dim: int, block_r: int, rows_per_split: int = 0):
                    "the chunk (-inf at the first chunk: every term, and so the sum, is inf, and "
                    "every output 0); shift the chunk's terms by the new max, the same shift the "
                    "old sum is rescaled to: s = s * exp(m - m_new) + sum(exp(x - m_new))",
+        "guard_old_m": "the -inf guard must test m_new, not the old m: the output matches a "
+                       "first pass with shift = where(m == -inf, 0, m_new). At the first chunk "
+                       "m is -inf, so that chunk's terms are exp(x - 0), unshifted, while m "
+                       "becomes its max: each row's sum is exp(first chunk's max) too large "
+                       "(inf once exp(x) overflows). The guard is there for rows that have seen "
+                       "only -inf so far, which is m_new == -inf: shift = tl.where(m_new == "
+                       "-float(\"inf\"), 0.0, m_new)",
+        "rescale_flipped": "old sum rescaled by exp(m_new - m) instead of exp(m - m_new): the "
+                           "output matches a first pass with s * exp(shift - m), which is NaN "
+                           "everywhere: at the first chunk m = -inf, so exp(shift - m) = inf and "
+                           "0 * inf = NaN, and the NaN stays in s. The old sum was taken "
+                           "relative to the old max m; moving it to the new, larger max makes "
+                           "it smaller: s * exp2((m - shift) * LOG2E), a factor <= 1 (any "
+                           "update that multiplies the first chunk's s = 0 by an inf NaNs the "
+                           "same way: every exp there needs a finite argument)",
+    }
+    short = {
+        "chunk_max": "whose m_new is the chunk's own max (the running max dropped)",
+        "old_max": "whose chunk terms exp(x - m) take the old running max",
+        "guard_old_m": "whose -inf guard tests the old m (the first chunk unshifted, exp(x))",
+        "rescale_flipped": "that rescales the old sum by exp(m_new - m)",
     }
 
     # Logits far below 0 (about -200): a max of 0 anywhere (a running max seeded with 0, a tail
     # padded with 0) underflows every exp(x - 0) and leaves rows of 0, like the old-max replay's
-    # inf sum: there a row of zeros names neither.
+    # inf sum: there a row of zeros names neither. (The guard's replay stays: its first chunk
+    # alone underflows, and the finite rows the later chunks leave name it.)
     far_below = bool((_rows_of(x, dim).amax(dim=1) < -80.0).any())
 
-    def diagnosis(variant, other):
-        def diagnose(got, expected, bad):
-            if far_below and variant == "old_max":
-                return None
-            sim = model(variant)
-            if sim is None or _close(sim, expected, *exact) or not _close(got, sim, *match):
-                return None
-            if _close(got, model(other), *match):
-                return None  # both mistakes replay to this output: it names neither
-            wrong = sim.isfinite() & ~agrees(sim, expected, *exact)
-            return hints[variant] if bool(wrong.any()) else None
+    def explains(variant, got, expected):
+        if far_below and variant == "old_max":
+            return False
+        sim = model(variant)
+        if sim is None or _close(sim, expected, *exact) or not _close(got, sim, *match):
+            return False
+        if variant == "rescale_flipped":
+            # NaN wherever a row's first chunk is reached, and nothing else: the output must
+            # be NaN where the truth is a number (the replay's NaN, which agrees() matched)
+            return bool((sim.isnan() & ~expected.isnan()).any())
+        return bool((sim.isfinite() & ~agrees(sim, expected, *exact)).any())
 
-        return diagnose
+    def diagnose(got, expected, bad):
+        right = model("right")
+        if right is None or _close(got, right, *match):
+            # the walk itself, replayed without a mistake, gives this output (a slice that is
+            # not whole blocks, say): the first pass's update is not what is wrong
+            return None
+        found = [v for v in hints if explains(v, got, expected)]
+        if "rescale_flipped" in found and _close(got, model("unguarded"), *match):
+            # every row starts with a chunk of -inf: the missing guard NaNs them all the same
+            # way. The probe (_minus_inf_probe, when given) tells the two apart: the guard's
+            # mistake leaves a row of finite logits right, a flipped rescale NaNs it too.
+            g, e = _rows_of(got, dim), _rows_of(expected, dim)
+            nan_rows = (g.isnan() & ~e.isnan()).any(dim=1)
+            if minus_inf_probe is None or minus_inf_probe(nan_rows):
+                found.remove("rescale_flipped")
+        if len(found) == 1:
+            return hints[found[0]]
+        if len(found) > 1:
+            # (logits near 1e4: several updates leave rows of 0 there, and the output names
+            # none of them alone)
+            return ("first pass's running sum overflowed: the output matches a first pass "
+                    + ", and one ".join(short[v] for v in found)
+                    + f": each makes the sum inf here (rows of 0, NaN where a later chunk "
+                      f"rescales the inf by 0). Fold each chunk as {fold}")
+        return None
 
-    def both(got, expected, bad):
-        # Both replays give this output (logits near 1e4: each leaves rows of 0): the first
-        # pass's sum overflowed, and either update can be the cause.
-        if far_below:
-            return None
-        sims = [model(v) for v in hints]
-        if any(sim is None or _close(sim, expected, *exact) or not _close(got, sim, *match)
-               for sim in sims):
-            return None
-        if not bool((sims[0].isfinite() & ~agrees(sims[0], expected, *exact)).any()):
-            return None
-        return ("first pass's running sum overflowed: the output matches a first pass whose "
-                "m_new is the chunk's own max (the running max dropped), and one whose chunk "
-                "terms exp(x - m) take the old running max: both make the sum inf here (rows "
-                "of 0). Fold each chunk as m_new = max(m, chunk max), s = s * exp(m - m_new) + "
-                "sum(exp(x - m_new)), then m = m_new")
-
-    return [diagnosis("chunk_max", "old_max"), diagnosis("old_max", "chunk_max"), both]
+    return [diagnose]
 
 
 def _split_stats_16bit(x, dim: int, rows_per_split: int):
@@ -1090,13 +1296,13 @@ def forward_extreme(ctx, impl, case):
     with launches.recording() as launched:
         out = _call(ctx, impl, x, dim, **knobs)
     extra = []
+    probe = (_minus_inf_probe(impl, x, dim, knobs, launched)
+             if bool(x.detach().isneginf().any()) else None)
     if case.get("block_r"):
         n_r, splits = x.shape[dim % 2], case.get("splits") or 1
         per_split = (math.ceil(math.ceil(n_r / splits) / case.block_r) * case.block_r
                      if splits > 1 else 0)
-        extra = _first_pass_wrong(x, dim, case.block_r, per_split)
-    probe = (_minus_inf_probe(impl, x, dim, knobs, launched)
-             if bool(x.detach().isneginf().any()) else None)
+        extra = _first_pass_wrong(x, dim, case.block_r, per_split, probe)
     _compare(ctx, x, dim, out, [*extra, _dim0_setup_wrong(impl, x, dim, knobs)], probe)
     _knobs_ignored(launched, dim, knobs)
 
@@ -1106,8 +1312,9 @@ def _minus_inf_probe(impl, x, dim, knobs, launched):
     into a contiguous (rows, n_r) tensor, dim=-1, on the path the failing call launched and with
     its knobs. The guard's mistake NaNs the same rows there (the same values, blocks and path);
     a read from the wrong cells (a stride ignored) cannot happen on unit strides, so the probe
-    then comes out right. Called with the rows the failing call NaN'd; False when the probe
-    raises or differs."""
+    then comes out right. A row of finite logits goes after x's rows and must come out right
+    (a first pass that NaNs every row, a flipped rescale, NaNs it too). Called with the rows the
+    failing call NaN'd; False when the probe raises or differs."""
 
     def probe(nan_rows) -> bool:
         import torch
@@ -1116,7 +1323,12 @@ def _minus_inf_probe(impl, x, dim, knobs, launched):
         path = ("A" if names and all(n == "softmax_along_kernel" for n in names)
                 else "B" if names and all(n.startswith("softmax_across") for n in names)
                 else None)
-        rows = x.detach().movedim(dim % 2, -1).reshape(-1, x.shape[dim % 2]).contiguous()
+        rows = x.detach().movedim(dim % 2, -1).reshape(-1, x.shape[dim % 2])
+        # and one more row of finite logits, which the guard's mistake leaves right (a first
+        # pass that NaNs every row, as a flipped rescale does, NaNs it too)
+        finite = torch.linspace(-1.0, 1.0, rows.shape[1], device=rows.device, dtype=rows.dtype)
+        rows = torch.cat([rows, finite[None, :]]).contiguous()
+        nan_rows = torch.cat([nan_rows.cpu(), torch.zeros(1, dtype=torch.bool)])
         extra = dict(knobs, **({"path": path} if path else {}))
         try:
             with torch.no_grad():

@@ -265,3 +265,28 @@ BUGS += [
                                                       axis=1)""",
         check="forward.paths", hint="reduction over the wrong axis"),
 ]
+
+BUGS += [
+    # The h_a learner audit (its 07, 08 and 24). Path A's one-block row max taken down the
+    # tile's columns: each element shifted by its position's max over the program's rows (NaN
+    # rows where every row of the tile is real and the row is padded to BLOCK_R).
+    Bug("along_row_max_down_the_columns",
+        find="        m = tl.max(x, axis=1)  # (BLOCK_I,)\n"
+             "        numerator = tl.exp2((x - m[:, None]) * LOG2E)  # exp(x - m)\n",
+        replace="        m = tl.max(x, axis=0)  # (BLOCK_I,)\n"
+                "        numerator = tl.exp2((x - m[None, :]) * LOG2E)  # exp(x - m)\n",
+        check="forward.layouts", hint="row max taken over the wrong axis of the tile"),
+    # Path B's old sum rescaled with the sign flipped: exp(m_new - m) is inf at the first
+    # chunk (m = -inf) and 0 * inf = NaN, so every output is NaN.
+    Bug("across_rescale_flipped", find=_RESCALE,
+        replace="s = s * tl.exp2((shift - m) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),",
+        check="forward.paths", hint="old sum rescaled by exp(m_new - m)"),
+    # Path B's -inf guard tests the old m: the first chunk is shifted by 0 (its terms exp(x))
+    # while m becomes its max, so each row's sum is exp(first chunk's max) too large.
+    Bug("across_guard_tests_old_m",
+        find='        shift = tl.where(m_new == -float("inf"), 0.0, m_new)\n'
+             "        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :])",
+        replace='        shift = tl.where(m == -float("inf"), 0.0, m_new)\n'
+                "        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :])",
+        check="forward.paths", hint="the -inf guard must test m_new"),
+]
