@@ -351,8 +351,8 @@ def _tile_pattern(block_m: int, block_n: int):
         return (f"grouped index arithmetic: {len(wrong)} of {tm * tn} output tiles "
                 f"({block_m}x{block_n}) are wrong as whole tiles [(tile row, tile col): {shown}] "
                 "while the others are right: the tile id -> (pid_m, pid_n) mapping computes some "
-                "tiles twice and others never (check group_id, first_pid_m, group_size_m, "
-                "pid_m and pid_n for an off-by-one)")
+                "tiles twice and others never (check num_pid_in_group = GROUP_M * num_pid_n, "
+                "group_id, first_pid_m, group_size_m, pid_m and pid_n for an off-by-one)")
 
     return diagnose
 
@@ -610,36 +610,64 @@ def _unreached_tiles(launched, unwritten) -> str:
             "(pid_m, pid_n) mapping reaches some tiles twice (or outside the tile grid) and "
             "others never. Inside a band the ids run down a column of "
             "group_size_m tiles: pid_m = first_pid_m + local % group_size_m, pid_n = local // "
-            "group_size_m (check group_id, first_pid_m, group_size_m, pid_m and pid_n)")
+            "group_size_m (check num_pid_in_group = GROUP_M * num_pid_n, group_id, "
+            "first_pid_m, group_size_m, pid_m and pid_n)")
 
 
-def _band_by_group_m(tm: int, tn: int, group_m: int):
-    """Replay of the grouped order with the band index taken as tile_id // GROUP_M (a band
-    holds GROUP_M * num_pid_n tiles, so it is tile_id // num_pid_in_group), in Triton's integer
-    arithmetic (// and % truncate toward zero, as in C). Returns (missed, outside): the tiles
-    (pid_m, pid_n) of the tm x tn grid that no tile id reaches, and the tile ids sent outside
-    the grid as (tile_id, (pid_m, pid_n)), or (tile_id, None) for a band of no rows (a
-    division by zero)."""
+def _grouped_replay(tm: int, tn: int, group_m: int, group_div: int, band: int):
+    """Replay of the grouped order with group_id = tile_id // group_div and local = tile_id %
+    band (the reference divides both by num_pid_in_group = GROUP_M * num_pid_n), in Triton's
+    integer arithmetic (// and % truncate toward zero, as in C). Returns (pid_m, pid_n) per tile
+    id of the tm x tn grid, None for a band of no rows (a division by zero)."""
 
     def div(x, y):
         q = abs(x) // abs(y)
         return q if (x < 0) == (y < 0) else -q
 
-    reached, outside = set(), []
+    pids = []
     for t in range(tm * tn):
-        first = (t // group_m) * group_m
+        first = (t // group_div) * group_m
         size = min(tm - first, group_m)  # negative or 0 past the last band
-        local = t % (group_m * tn)
+        local = t % band
         if size == 0:
-            outside.append((t, None))
+            pids.append(None)
             continue
-        pid = (first + local - div(local, size) * size, div(local, size))
-        if 0 <= pid[0] < tm and 0 <= pid[1] < tn:
+        pids.append((first + local - div(local, size) * size, div(local, size)))
+    return pids
+
+
+def _missed_and_outside(pids, tm: int, tn: int):
+    """(missed, outside) of a replayed order: the tiles (pid_m, pid_n) of the tm x tn grid that
+    no tile id reaches, and the tile ids sent outside the grid as (tile_id, (pid_m, pid_n)), or
+    (tile_id, None) for a band of no rows."""
+    reached, outside = set(), []
+    for t, pid in enumerate(pids):
+        if pid is not None and 0 <= pid[0] < tm and 0 <= pid[1] < tn:
             reached.add(pid)
         else:
             outside.append((t, pid))
     missed = [(i, j) for i in range(tm) for j in range(tn) if (i, j) not in reached]
     return missed, outside
+
+
+def _band_by_group_m(tm: int, tn: int, group_m: int):
+    """Replay of the grouped order with the band index taken as tile_id // GROUP_M (a band
+    holds GROUP_M * num_pid_n tiles, so it is tile_id // num_pid_in_group). Returns (missed,
+    outside) as _missed_and_outside does."""
+    return _missed_and_outside(_grouped_replay(tm, tn, group_m, group_m, group_m * tn), tm, tn)
+
+
+def _band_of_num_pid_m(tm: int, tn: int, group_m: int):
+    """The order a band counted as num_pid_in_group = GROUP_M * num_pid_m tiles gives (a band
+    is GROUP_M tile rows of num_pid_n tiles each): pid per tile id, as _grouped_replay."""
+    return _grouped_replay(tm, tn, group_m, group_m * tm, group_m * tm)
+
+
+# Found by the fifth learner audit: a band counted as GROUP_M * num_pid_m tiles.
+BAND_OF_NUM_PID_M = ("num_pid_in_group = GROUP_M * num_pid_m: a band holds GROUP_M tile rows "
+                     "of num_pid_n tiles each, so num_pid_in_group = GROUP_M * num_pid_n (it "
+                     "sets both group_id = tile_id // num_pid_in_group and local = tile_id % "
+                     "num_pid_in_group)")
 
 
 def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
@@ -668,16 +696,33 @@ def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
     seen = (f"launched with GROUP_M = {group_m} the call {what}, but with group_m={tiles} (one "
             f"band: every tile row of the {tm} x {tn} grid of {bm}x{bn} tiles) it runs and "
             "writes every element")
+    left = (None if unwritten is None
+            else {(i // bm, j // bn) for i, j in unwritten.nonzero().tolist()})
+
+    def explains(missed, outside):
+        # a raised call: a replayed tile id before the grid's start, where a load faults; a
+        # call that left tiles unwritten: the replay misses exactly those tiles
+        if left is None:
+            return any(pid is None or min(pid) < 0 for _, pid in outside)
+        return bool(missed) and set(missed) == left
+
     missed, outside = _band_by_group_m(tm, tn, group_m)
-    if unwritten is None:
-        explained = any(pid is None or min(pid) < 0 for _, pid in outside)
-    else:
-        left = {(i // bm, j // bn) for i, j in unwritten.nonzero().tolist()}
-        explained = bool(missed) and set(missed) == left
+    explained = explains(missed, outside)
+    # The band counted as GROUP_M * num_pid_m tiles (the same as the right order on a square
+    # tile grid): named only when this replay, and not the one above, explains the failure.
+    missed_m, outside_m = _missed_and_outside(_band_of_num_pid_m(tm, tn, group_m), tm, tn)
+    if tm != tn and explains(missed_m, outside_m) and not explained:
+        shown = ", ".join(f"({i},{j})" for i, j in missed_m[:6])
+        return (f"grouped index arithmetic: {BAND_OF_NUM_PID_M}. {seen}; replayed, "
+                f"num_pid_in_group = GROUP_M * num_pid_m never computes tiles [(tile row, tile "
+                f"col): {shown}{' ...' if len(missed_m) > 6 else ''}]"
+                + (", and sends tile ids before the grid's start, where the loads fault"
+                   if left is None else ": exactly the tiles left unwritten"))
     if not explained:
         return (f"grouped index arithmetic: {seen}: the tile id -> (pid_m, pid_n) mapping "
                 "computes some tiles twice and others never or outside the grid (check "
-                "group_id, first_pid_m, group_size_m, pid_m and pid_n)")
+                "num_pid_in_group = GROUP_M * num_pid_n, group_id, first_pid_m, group_size_m, "
+                "pid_m and pid_n)")
     shown = ", ".join(f"({i},{j})" for i, j in missed[:6]) + (" ..." if len(missed) > 6 else "")
     sent = ", ".join(f"{t} -> {'no band' if pid is None else pid}" for t, pid in outside[:3])
     return (f"grouped index arithmetic: band index taken as tile_id // GROUP_M: {seen}. "
@@ -754,6 +799,8 @@ def _k_tail_probe(ctx, impl) -> str:
                         dict(block_k=32, persistent=False))
         except CheckFailed:
             return ""
+        if ctx.never_written(out) is not None:
+            return ""  # NaN of memory never written (a store mask, say), not of a read past K
         if bool(out.detach().cpu().isnan().any()):
             unmasked.append(name)
     probe = (f"a probe ({m} x {n} x {k}, block_k = 32, A and B sliced from wider tensors "
@@ -772,12 +819,126 @@ def _k_tail_probe(ctx, impl) -> str:
     return ""
 
 
+# Found by the fifth learner audit: C's store mask with M and N swapped, and C's strides
+# swapped. Both fault at the store on a ragged non-square C (the hint then spoke of the K tail
+# or of any mask): a square C tells them apart.
+STORE_MASK_HINT = ("out-of-bounds store: the store mask lets rows >= M or cols >= N through "
+                   "(mask rows < M, cols < N: c_mask = (rows < M) & (cols < N)); the call "
+                   "faulted at its tl.store, while a square probe (M = N) stores every element "
+                   "right: M and N swapped in the mask, or one bound used for both")
+TRANSPOSED_STORE_HINT = ("C written transposed: rows step by stride_cm, columns by stride_cn "
+                         "(c_ptr + rows * stride_cm + cols * stride_cn); a square probe (M = N) "
+                         "stored the transpose of the result, as offsets rows * stride_cn + "
+                         "cols * stride_cm do")
+
+
+def _store_probe(ctx, impl, message: str) -> str:
+    """Diagnosis of a failing call: is C's store at fault? Asked of the learner's code: a square
+    product (M = N = 40, two tile rows and columns, the second ragged) where a mask with M and N
+    swapped is right and strides swapped store the exact transpose of C (C is contiguous and
+    square). Transposed output names the strides; right output, after a call that faulted at a
+    store (the interpreter's bounds check says "out-of-bounds store"), names the store mask."""
+    m = n = 40
+    k = 24
+    a = ctx.randn((m, k), "float16")
+    b = ctx.randn((k, n), "float16")
+    try:
+        out = _call(ctx, impl, a, b, None, False, dict(persistent=False))
+    except CheckFailed:
+        return ""
+    if ctx.never_written(out) is not None:
+        return ""
+    got = out.detach().cpu().double()
+    _, rounded, magnitude = _reference(a, b, None, False)
+    right = _share_within(got, rounded, magnitude, k, a.dtype)
+    transposed = _share_within(got, rounded.t(), magnitude.t(), k, a.dtype)
+    if transposed == 1.0 and right < 0.5:
+        return TRANSPOSED_STORE_HINT
+    if right == 1.0 and "out-of-bounds store" in message:
+        return STORE_MASK_HINT
+    return ""
+
+
+# Found by the fifth learner audit: A's K mask broadcast along A's rows (k_mask[:, None]). It
+# compiles only where BLOCK_M = BLOCK_K (elsewhere the shapes do not broadcast).
+MASK_AXIS_HINT = ("a mask broadcast along the wrong axis: A's K is its columns "
+                  "(k_mask[None, :]), B's its rows (k_mask[:, None]); a probe with BLOCK_M = "
+                  "BLOCK_N = BLOCK_K = 32 (where the wrong broadcast compiles) matches {which}")
+
+
+def _mask_axis_probe(ctx, impl) -> str:
+    """Diagnosis of a failing call (shapes that do not broadcast, or wrong values): is a K mask
+    broadcast along the wrong axis? Asked of the learner's code: M = N = K = 40 with blocks of
+    32 (one full K step, one of 8), A and B the first K columns and rows of wider parents of
+    numbers, compared with float64 replays of A's load masked by its tile rows (row r of the
+    tile zeroed where r >= K - k0, its K tail read) and of B's by its tile columns."""
+    import torch
+
+    m = n = k = 40
+    blk = 32
+    parent_a = ctx.randn((m, k + 64), "float16")
+    parent_b = ctx.randn((k + 64, n), "float16")
+    a, b = parent_a[:, :k], parent_b[:k, :]
+    knobs = dict(block_m=blk, block_n=blk, block_k=blk, persistent=False)
+    try:
+        out = _call(ctx, impl, a, b, None, False, knobs)
+    except CheckFailed:
+        return ""
+    if ctx.never_written(out) is not None:
+        return ""
+    got = out.detach().cpu().double()
+    pa, pb = parent_a.detach().cpu().double(), parent_b.detach().cpu().double()
+    _, rounded, magnitude = _reference(a, b, None, False)
+    right = _share_within(got, rounded, magnitude, k, a.dtype)
+    local = torch.arange(blk)
+    tile_row, tile_col = torch.arange(m) % blk, torch.arange(n) % blk
+
+    def replay(a_by_rows: bool, b_by_cols: bool):
+        acc, size = torch.zeros(m, n, dtype=torch.float64), torch.zeros(m, n, dtype=torch.float64)
+        for k0 in range(0, k, blk):
+            lim = k - k0
+            at, bt = pa[:, k0:k0 + blk].clone(), pb[k0:k0 + blk, :].clone()
+            if a_by_rows:
+                at[tile_row >= lim, :] = 0.0
+            else:
+                at[:, local >= lim] = 0.0
+            if b_by_cols:
+                bt[:, tile_col >= lim] = 0.0
+            else:
+                bt[local >= lim, :] = 0.0
+            acc += at @ bt
+            size += at.abs() @ bt.abs()
+        return acc.to(a.dtype).double(), size
+
+    for which, a_by_rows, b_by_cols in (
+            ("A's load masked by its rows (k_mask[:, None])", True, False),
+            ("B's load masked by its columns (k_mask[None, :])", False, True),
+            ("both loads masked along the wrong axis", True, True)):
+        model, size = replay(a_by_rows, b_by_cols)
+        share = _share_within(got, model, size, k, a.dtype)
+        if share >= 0.9 and share > right + 0.05:
+            return MASK_AXIS_HINT.format(which=which)
+    return ""
+
+
+# The framework's hint for block shapes that do not broadcast: _mask_axis_probe may name the
+# mask whose broadcast it was.
+_BROADCAST_HINT = "block shapes do not broadcast"
+
+
 def _probe_failure(ctx, impl, exc) -> None:
     """Re-raise the failure `exc` (a CheckFailed with no hint or a generic one) with a probe's
     hint when a probe names the mistake; return otherwise (the caller re-raises exc)."""
+    if exc.hint.startswith(_BROADCAST_HINT):
+        hint = _mask_axis_probe(ctx, impl)
+        if hint:
+            raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
+                              tolerance=exc.tolerance) from exc
+        return
     if exc.hint and not exc.hint.startswith(_GENERIC_HINTS):
         return
-    hint = _k_advance_probe(ctx, impl) or _k_tail_probe(ctx, impl)
+    hint = (_store_probe(ctx, impl, exc.message) or _k_advance_probe(ctx, impl)
+            or _k_tail_probe(ctx, impl) or _mask_axis_probe(ctx, impl))
     if hint:
         raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
                           tolerance=exc.tolerance) from exc
@@ -1330,6 +1491,12 @@ def order_grouped(ctx, impl, case):
     message = (f"_tile_coords on a {tm} x {tn} tile grid with GROUP_M = {group_m} gave "
                f"(pid_m, pid_n) by tile id: {shown}")
     grid = {(i, j) for i in range(tm) for j in range(tn)}
+    # (the mistaken order equals the right one on a square grid, or with a single band)
+    mistaken = _band_of_num_pid_m(tm, tn, group_m)
+    right = _grouped_replay(tm, tn, group_m, group_m * tn, group_m * tn)
+    if got == mistaken != right:
+        ctx.fail(message, hint=f"grouped index arithmetic: {BAND_OF_NUM_PID_M}; _tile_coords "
+                 "gives exactly the order this mistake gives")
     if set(got) != grid:
         missed = sorted(grid - set(got))[:4]
         twice = sorted({p for p in got if got.count(p) > 1})[:4]
@@ -1338,7 +1505,8 @@ def order_grouped(ctx, impl, case):
                  f"once (never: {missed}; twice: {twice}; outside the grid: {outside}); inside a "
                  "band of group_size_m = min(num_pid_m - first_pid_m, GROUP_M) rows the ids run "
                  "down a column: pid_m = first_pid_m + local % group_size_m, pid_n = local // "
-                 "group_size_m (check group_id, first_pid_m, group_size_m, pid_m and pid_n)")
+                 "group_size_m (check num_pid_in_group = GROUP_M * num_pid_n, group_id, "
+            "first_pid_m, group_size_m, pid_m and pid_n)")
     wrong = []
     for t, (pm, pn) in enumerate(got):
         first, rows, col = _grouped_band(t, tm, tn, group_m)

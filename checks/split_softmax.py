@@ -712,6 +712,16 @@ HINT_MERGE_PAD = ("padded merge lanes loaded with m = 0 (or a finite stand-in fo
                   "exactly 0")
 
 
+# The most lanes a merge program's block may have (the reference reads 1024 states per loop
+# step); the diagnoses below try every power of two up to twice it.
+MERGE_BLOCK_C_MAX = 1024
+
+HINT_PER_LANE_RESCALE = ("rescale by the row maximum m_row = tl.max(m_acc), not lane by lane by "
+                         "m_acc: each s_c was multiplied by exp(m_c - m_acc) with its lane's own "
+                         "running maximum, so chunks of different lanes stay on different scales "
+                         "(and a padded lane gives exp(-inf - (-inf)) = NaN); use "
+                         "s * exp2((m - m_row) * log2(e))")
+
 HINT_MERGE_OUTSIDE = ("merge_stats read outside the (M, C) buffers: mask the chunk lanes "
                       "(c < n_chunks) and step between rows with the row strides; stepping rows "
                       "with the column stride reads another row's statistics")
@@ -780,6 +790,37 @@ def _merge_pad_probe(ctx, impl, *, nan_only: bool):
     return diagnose
 
 
+def _per_lane_probe(ctx, impl):
+    """Diagnosis (found by the fifth learner audit): is each chunk rescaled by its lane's own
+    running maximum m_acc instead of the row's m_row? Asked of the learner's merge_stats: one
+    row of 2 * MERGE_BLOCK_C_MAX states (no padded lane in any power-of-two block up to it, so
+    no NaN), s = 1, m = 0 for chunk 0, -5 for the rest of the first half, -6 for the second.
+    A merge over blocks of B lanes with that mistake gives sum_c exp(m_c - max of lane c % B);
+    named when the output is that for some B below the state count (with one block, B = the
+    count, every lane holds one state and the mistake is the plain sum: no_rescale's model)."""
+
+    def diagnose(got, expected, bad):
+        import math
+
+        n = 2 * MERGE_BLOCK_C_MAX
+        m_values = [0.0] + [-5.0] * (n // 2 - 1) + [-6.0] * (n // 2)
+        merged = _merge_probe(ctx, impl, m_values, [1.0] * n)
+        if merged is None or merged[0] != 0.0:
+            return None
+        right = sum(math.exp(m) for m in m_values)
+        lanes = 2
+        while lanes < n:
+            lane_max = [max(m_values[j::lanes]) for j in range(lanes)]
+            model = sum(math.exp(m - lane_max[c % lanes]) for c, m in enumerate(m_values))
+            if abs(model - right) > 100 * STAT_RTOL * right and (
+                    abs(merged[1] - model) <= STAT_RTOL * model):
+                return HINT_PER_LANE_RESCALE
+            lanes *= 2
+        return None
+
+    return diagnose
+
+
 def _inverted_probe(ctx, impl, *, nan_only: bool):
     """Diagnosis: merge 4 states (maxima 0, -1, -2, -3: a power of two, which a block of 4
     lanes holds without a padded lane); a sum of s_c * exp(0 - m_c) is the rescale factor
@@ -844,7 +885,7 @@ def stats_merge(ctx, impl, case):
             raise
         raise CheckFailed(exc.message, hint=strides_mixed() or HINT_MERGE_OUTSIDE) from exc
     diagnose = ([strides_mixed, _lane_past_the_row(m_in, m32.double()),
-                 _merge_pad_probe(ctx, impl, nan_only=False)]
+                 _per_lane_probe(ctx, impl), _merge_pad_probe(ctx, impl, nan_only=False)]
                 + _merge_diagnoses(m32.double(), s32.double())
                 + [_inverted_probe(ctx, impl, nan_only=False)])
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
@@ -974,8 +1015,29 @@ def _merge_diagnoses(m64, s64):
                 return hint.format(where=" in merge_stats' rescale factor")
         return None
 
+    def reduced_into_lanes(got, expected, bad):
+        # Found by the fifth learner audit: s_acc += tl.sum(s * exp2(...), axis=0) adds the
+        # block's reduced sum to every one of the BLOCK_C lanes, and the final tl.sum counts it
+        # BLOCK_C times: s_row is exactly a power of two (the lanes) times the right value.
+        if got.shape != expected.shape or m64.shape[1] < 2:
+            return None
+        m_row = m64.amax(dim=1, keepdim=True)
+        right = (s64 * torch.exp(m64 - m_row)).sum(dim=1)
+        if not bool(right[bad].isfinite().any()):
+            return None
+        lanes = 2
+        while lanes <= 2 * MERGE_BLOCK_C_MAX:
+            if _close(got, lanes * right, "float32", rtol=STAT_RTOL):
+                return (f"s_row is exactly {lanes} x the right value: a reduced scalar was "
+                        f"added into every lane of s_acc (s_acc += tl.sum(...) adds the block's "
+                        f"sum to each of its {lanes} lanes, and the final tl.sum adds the lanes "
+                        f"up); add the vector, s_acc += s * exp2((m - m_row) * log2(e)), and "
+                        f"let the final tl.sum reduce it")
+            lanes *= 2
+        return None
+
     return [no_rescale, inverted, sums_left_out, overwritten, log2e_outside, block_max,
-            other_row, wrong_base]
+            other_row, wrong_base, reduced_into_lanes]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1115,6 +1177,99 @@ def normalize_values(ctx, impl, case):
         lambda g, e, bad: ("m_row / s_row strides ignored: with the statistics as strided views "
                            "the rows read the wrong values; index them by their stride, or "
                            "copy them contiguous first")] + diagnose)
+
+
+# ---------------------------------------------------------------------------------------------
+# Round once: y in float32, rounded to the output dtype only at the store (ulp-precise)
+# ---------------------------------------------------------------------------------------------
+# Found by the fifth learner audit: exp2(...) or 1 / s_row rounded to bfloat16 before the final
+# multiply leaves outputs up to ~2.7 ulp off, inside normalize.values' rtol. Measured on
+# bfloat16 softmax rows (randn * 2..5, widths 300 to 4097): the reference is at most 0.5 ulp off
+# when float32 is rounded to nearest (a GPU) and at most 1.0 ulp (plus float32's own error, a
+# few 1e-4 ulp) where the interpreter truncates float32 -> bfloat16; either mistake was 2.2 to
+# 2.7 ulp off at worst, with thousands of elements past 1.1 ulp, under the interpreter (where
+# float32 is rounded to nearest both roundings stay within about 1 ulp: no check can see it).
+ROUND_ONCE_ULP = 1.5
+
+
+def _bf16_ulps(got, expected):
+    """|got - expected| in units of bfloat16's spacing at |expected| (8 significand bits;
+    normal numbers only: the callers keep to outputs above 2^-100)."""
+    import torch
+
+    exponent = torch.floor(torch.log2(expected.abs()))
+    return (got - expected).abs() / torch.pow(2.0, exponent - 7)
+
+
+def _round_bf16(x32, truncate: bool):
+    """float32 -> float32 holding the value rounded to bfloat16: to nearest even, or toward zero
+    (what Triton's interpreter does for float32 -> bfloat16)."""
+    import torch
+
+    if truncate:
+        return (x32.contiguous().view(torch.int32) & -65536).view(torch.float32)
+    return x32.to(torch.bfloat16).float()
+
+
+def _early_rounding_models(x, m_row, s_row, truncate: bool):
+    """The two early roundings replayed as the kernel computes them (float32, each rounding to
+    bfloat16 as the device rounds): exp2(...) rounded before the multiply by 1 / s_row, and
+    1 / s_row rounded before it multiplies exp2(...). Returns [(hint, y as float64)]."""
+    import math
+
+    import torch
+
+    t = (x.detach().cpu().float() - m_row.cpu()[:, None]) * math.log2(math.e)
+    e = torch.exp2(t)
+    inv_s = (1.0 / s_row.cpu())[:, None]
+    stored = [(_round_bf16(e, truncate) * inv_s, "exp2((x - m_row) * log2(e))"),
+              (e * _round_bf16(inv_s, truncate), "1 / s_row")]
+    return [(f"rounded to the output dtype before the final multiply: the output is what "
+             f"{what} rounded to bfloat16 first gives (two roundings, up to ~3 ulp off); "
+             "compute y = exp2((x - m_row) * log2(e)) * (1 / s_row) in float32 and round once, "
+             "at the store (y.to(y_ptr.dtype.element_ty))",
+             _round_bf16(y, truncate).double()) for y, what in stored]
+
+
+@register(W, "contract.round_once", tier="kernel", uses=("normalize",),
+          cases=[Case(shape=(8, 1000), chunk=256, scale=3.0),
+                 Case(shape=(4, 4097), chunk=None, scale=2.0)],
+          doc="bfloat16 normalize within 1.5 ulp of float64: y computed in float32 and rounded "
+              "once, at the store")
+def contract_round_once(ctx, impl, case):
+    torch = ctx.torch
+    x = ctx.randn(case.shape, "bfloat16", scale=case.scale)
+    x64 = x.detach().cpu().double()
+    m64 = x64.amax(dim=1)
+    s64 = torch.exp(x64 - m64[:, None]).sum(dim=1)
+    m_row, s_row = m64.float().to(ctx.torch_device), s64.float().to(ctx.torch_device)
+    expected = torch.exp(x64 - m_row.cpu().double()[:, None]) / s_row.cpu().double()[:, None]
+    kwargs = {} if case.chunk is None else {"chunk": case.chunk}
+    label = "normalize(x, m_row, s_row) in bfloat16"
+    y = ctx.call(impl.normalize, x, m_row, s_row, expect_shape=case.shape,
+                 expect_dtype="bfloat16", expect_contiguous=True, name=label, **kwargs)
+    # normalize.values judges the values; here only their last bits, where they are close
+    ctx.assert_close(y, expected, name=label)
+    got = y.detach().cpu().double()
+    judged = expected >= 2.0 ** -100
+    ulps = torch.where(judged, _bf16_ulps(got, expected), torch.zeros_like(expected))
+    worst = float(ulps.max())
+    if worst <= ROUND_ONCE_ULP:
+        return
+    over = int((ulps > ROUND_ONCE_ULP).sum())
+    at = tuple(int(i) for i in torch.unravel_index(torch.argmax(ulps), ulps.shape))
+    message = (f"{label}: {over} of {got.numel()} outputs more than {ROUND_ONCE_ULP} ulp of "
+               f"bfloat16 from float64; worst {worst:.2f} ulp at {at}: got {float(got[at]):.6g}, "
+               f"expected {float(expected[at]):.6g}")
+    hint = ("more than one rounding: compute y in float32 and round it to the output dtype "
+            "once, at the store")
+    truncate = ctx.device == "interpreter"
+    for named, model in _early_rounding_models(x, m_row, s_row, truncate):
+        # the learner's bits equal the replay's (a rare neighbour: exp2's last float32 bit)
+        if float((got == model).double().mean()) >= 0.95:
+            hint = named
+            break
+    ctx.fail(message, hint=hint)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1320,11 +1475,43 @@ def _extreme_cases(device: str) -> list[Case]:
 
 HINT_MISSING_MAX = ("missing max subtraction: exp(x) overflowed to inf (or underflowed to 0), "
                     "and inf/inf (or 0/0) is NaN; subtract the maximum before exp")
+HINT_SHIFT_GUARD_THRESHOLD = ("a chunk with a finite but very negative maximum was shifted "
+                              "by 0 as if empty: partial_stats reports its maximum m right but "
+                              "s = 0 (exp(x - 0) underflows), while a chunk near 0 is right; "
+                              "only m == -inf may use shift 0: m_shift = tl.where(m == "
+                              "-float('inf'), 0.0, m), not a threshold such as m < -1e30")
 HINT_FINITE_PAD = ("tail padded with a finite value instead of -inf: every value of these rows "
                    "lies below -1e31, and the last chunk's lanes past the width (100 = 6 x 16 "
                    "+ 4) must be loaded as -inf (other=-float('inf')); a finite pad such as "
                    "-1e30 is larger than every real value, becomes the chunk's maximum and "
                    "counts exp(0) = 1 per padded lane")
+
+
+def _shift_guard_probe(ctx, impl):
+    """Diagnosis (found by the fifth learner audit): does partial_stats guard the empty chunk
+    with a threshold (m < -1e30, say) instead of m == -inf? Asked of the learner's code: one
+    chunk of 16 float32 values in [-5, -1] and one in [-1e35, -1e31]. Named when both maxima
+    are right, the first chunk's sum is right (so the max is subtracted: not a missing max, which
+    gives exp(m) times too little there) and the second's is 0 (exp(x - 0) underflowed), where
+    the right sum is at least 1."""
+
+    def diagnose(got, expected, bad):
+        torch = ctx.torch
+        u = torch.linspace(0.0, 1.0, 16, dtype=torch.float64)
+        x64 = torch.stack([-5.0 + 4.0 * u, -1e31 * torch.pow(10.0, 4.0 * u)])
+        x32 = x64.float()
+        probe = _partial_probe(impl, x32.to(ctx.torch_device), 16)
+        if probe is None or probe[0].shape != (2, 1) or probe[1].shape != (2, 1):
+            return None
+        m64, s64 = _chunk_stats64(x32.double(), 16)
+        m, s = probe
+        if not bool((m == m64).all()):
+            return None
+        if abs(float(s[0, 0]) - float(s64[0, 0])) > STAT_RTOL * float(s64[0, 0]):
+            return None
+        return HINT_SHIFT_GUARD_THRESHOLD if float(s[1, 0]) == 0.0 else None
+
+    return diagnose
 
 
 def _normalize_shift_probe(ctx, impl):
@@ -1433,7 +1620,8 @@ def forward_extreme(ctx, impl, case):
         return HINT_MISSING_MAX if bool((~y_right_stats.isfinite()).any()) else None
 
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
-        masked_chunk_state, finite_pad, _normalize_shift_probe(ctx, impl),
+        masked_chunk_state, finite_pad, _shift_guard_probe(ctx, impl),
+        _normalize_shift_probe(ctx, impl),
     ] + _output_diagnoses(impl, x, chunk, case.dtype) + [
         _merge_pad_probe(ctx, impl, nan_only=True),
         _inverted_probe(ctx, impl, nan_only=True),

@@ -268,3 +268,31 @@ BUGS += [
                 "other=0.0)  # (1, BLOCK_N)\n    acc = acc + bias\n",
         check="forward.ragged", hint="bias loaded without `if HAS_BIAS:`"),
 ]
+
+BUGS += [
+    # Found by the fifth learner audit: a band counted as GROUP_M * num_pid_m tiles (its hint
+    # listed the grouped order's variables but not num_pid_in_group).
+    Bug("band_of_num_pid_m", find="num_pid_in_group = GROUP_M * num_pid_n  # tiles in one band",
+        replace="num_pid_in_group = GROUP_M * num_pid_m  # tiles in one band",
+        check="knobs.group_m", hint="num_pid_in_group = GROUP_M * num_pid_m"),
+    Bug("band_of_num_pid_m_order",
+        find="num_pid_in_group = GROUP_M * num_pid_n  # tiles in one band",
+        replace="num_pid_in_group = GROUP_M * num_pid_m  # tiles in one band",
+        check="order.grouped", hint="num_pid_in_group = GROUP_M * num_pid_m"),
+    # Found by the fifth learner audit: the store mask with M and N swapped (its hint was "K tail
+    # not masked", though the message named the tl.store).
+    Bug("store_mask_mn_swapped", find="c_mask = (rows < M) & (cols < N)",
+        replace="c_mask = (rows < N) & (cols < M)", check="forward.ragged",
+        hint="out-of-bounds store: the store mask lets rows >= M or cols >= N through"),
+    # Found by the fifth learner audit: C's strides swapped in the store (its hint was the
+    # generic "tail not masked (or a wrong offset or stride)").
+    Bug("store_strides_swapped", find="tl.store(c_ptr + rows * stride_cm + cols * stride_cn, c",
+        replace="tl.store(c_ptr + rows * stride_cn + cols * stride_cm, c", check="forward.ragged",
+        hint="C written transposed"),
+    # Found by the fifth learner audit: A's K mask broadcast along A's rows. It does not compile
+    # where BLOCK_M != BLOCK_K (the hint spoke of reductions over the wrong axis) and gives wrong
+    # values, with no hint, where BLOCK_M = BLOCK_K.
+    Bug("a_k_mask_wrong_axis", find="a = tl.load(a_ptrs, mask=k_mask[None, :], other=0.0)",
+        replace="a = tl.load(a_ptrs, mask=k_mask[:, None], other=0.0)", check="forward.ragged",
+        hint="a mask broadcast along the wrong axis"),
+]

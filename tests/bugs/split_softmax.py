@@ -250,3 +250,34 @@ BUGS += [
         replace="s = tl.sum(tl.exp2(x * LOG2E), axis=0)", check="stats.partial",
         hint="sum not shifted by the chunk max"),
 ]
+
+BUGS += [
+    # Found by the fifth learner audit: the merge adds a reduced scalar to every lane of s_acc,
+    # so s_row is BLOCK_C times too big (it failed with no hint).
+    Bug("merge_sum_into_every_lane", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += tl.sum(s * tl.exp2((m - m_row) * LOG2E), axis=0)", check="stats.merge",
+        hint="a reduced scalar was added into every lane of s_acc"),
+    # Found by the fifth learner audit: each chunk rescaled by its lane's running maximum m_acc,
+    # not the row's m_row: NaN in padded lanes (it failed with no hint).
+    Bug("merge_rescaled_per_lane", find="s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="s_acc += s * tl.exp2((m - m_acc) * LOG2E)", check="stats.merge",
+        hint="rescale by the row maximum m_row = tl.max(m_acc)"),
+    # Found by the fifth learner audit: the empty chunk guarded by a threshold, so a chunk whose
+    # maximum is finite but below it is shifted by 0 (its hint was "missing max subtraction").
+    Bug("empty_chunk_guard_threshold", find='m_shift = tl.where(m == -float("inf"), 0.0, m)',
+        replace="m_shift = tl.where(m < -1e30, 0.0, m)", check="forward.extreme",
+        hint="shifted by 0 as if empty"),
+    # Found by the fifth learner audit: exp2(...) rounded to the output dtype before the final
+    # multiply, and 1 / s_row rounded before it: bfloat16 outputs up to ~3 ulp off, inside every
+    # value check's tolerance (they passed every check). Interpreter only: Triton's interpreter
+    # truncates float32 -> bfloat16, which makes the second rounding cost up to 2-3 ulp; a GPU
+    # rounds to nearest, where both stay within about 1 ulp, under contract.round_once's bound
+    # (measured by emulation on the CPU, not on a GPU).
+    Bug("normalize_exp_rounded_early", find="y = tl.exp2((x - m_row) * LOG2E) * inv_s",
+        replace="y = tl.exp2((x - m_row) * LOG2E).to(y_ptr.dtype.element_ty) * inv_s",
+        check="contract.round_once", hint="rounded to the output dtype before the final multiply",
+        interpreter_only=True),
+    Bug("normalize_inv_s_rounded", find="inv_s = 1.0 / s_row",
+        replace="inv_s = (1.0 / s_row).to(y_ptr.dtype.element_ty)", check="contract.round_once",
+        hint="rounded to the output dtype before the final multiply", interpreter_only=True),
+]
