@@ -370,6 +370,24 @@ def test_check_table_folds_pass_rows_and_keeps_every_fail():
     assert html_table(mixed, verbose=True).count("<tr>") == 1 + len(mixed)
 
 
+def test_interleaved_pass_and_todo_cases_fold_into_one_row_each():
+    """Cases gated one by one (a case runs once the regions it needs are written) interleave
+    PASS and TODO within a check: each outcome is one row, up to the check's next FAIL."""
+    path_b = "this case runs path B's two-pass walk: exercise not filled yet: k.py:9 TODO(s)"
+    rows = [_result("w.paths", "PASS" if n % 2 else "TODO", n, "" if n % 2 else path_b)
+            for n in range(10)]
+    text = _text_table(rows)
+    body = text.split("\n\ntier")[0].splitlines()[1:]
+    assert [line.split()[0] for line in body if line.split()[0] in ("PASS", "TODO")] == \
+        ["TODO", "PASS"], text
+    assert text.count("5 cases") == 2 and text.count("path B's two-pass walk") == 1
+    # A FAIL between them still splits the PASS rows: which passed before it, which after.
+    rows.insert(5, _result("w.paths", "FAIL", 99, "wrong", "tail not masked"))
+    folded = _text_table(rows).split("\n\ntier")[0]
+    assert folded.count("PASS        kernel w/w.paths") == 2
+    assert folded.count("TODO        kernel w/w.paths") == 2
+
+
 def test_cuda_row_off_the_gpu_says_how_many_cases_it_stands_for():
     message = ("needs a CUDA GPU; this run uses the Triton CPU interpreter (6 cases on a GPU; "
                "this row stands for all)")
