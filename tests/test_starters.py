@@ -52,3 +52,14 @@ def test_learner_edits_are_kept_unless_forced(tmp_path, monkeypatch):
     assert "my solution" in (tmp_path / "kernels" / "w.py").read_text()
     assert make_starters.main(["--force"]) == 0
     assert "TODO(f)" in (tmp_path / "kernels" / "w.py").read_text()
+
+
+def test_half_done_starters_keep_the_solved_regions_only(tmp_path):
+    folder = tmp_path / "half"
+    assert make_starters.main(["--half-done", str(folder), "--solved", "load,plan"]) == 0
+    text = (folder / "strided_softmax.py").read_text()
+    assert "TODO(softmax, load)" not in text and "TODO(softmax, plan)" not in text
+    assert "TODO(softmax, rows)" in text and text.count("TODO(softmax, strips)") == 2
+    assert (folder / "_validate.py").exists()  # the helpers a workshop imports come along
+    # the learner's own starters are untouched
+    assert "TODO(softmax, load)" in (make_starters.ROOT / "kernels/strided_softmax.py").read_text()

@@ -21,6 +21,10 @@ call them report TODO while the TODO line is there.
                                              # from its derivation may hold your edits: left alone)
     python tools/make_starters.py --check    # exit 1 if a committed starter is out of date
     python tools/make_starters.py --force    # overwrite starters, learner edits included
+    python tools/make_starters.py --half-done /tmp/half --solved load,plan
+        # a folder of starters with only the regions of those tags solved (as the references
+        # have them), for `python -m checks run <id> --impl /tmp/half`: what a learner halfway
+        # through sees (maintainers: the gating's GPU diagnostics were made this way)
 """
 
 from __future__ import annotations
@@ -93,12 +97,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("ids", nargs="*", help="workshop ids (default: all references)")
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
     parser.add_argument("--force", action="store_true", help="overwrite edited starters")
+    parser.add_argument("--half-done", metavar="DIR",
+                        help="write starters to DIR (not kernels/) with the --solved regions solved")
+    parser.add_argument("--solved", default="", metavar="TAG,TAG",
+                        help="with --half-done: the exercise tags whose regions stay solved")
     args = parser.parse_args(argv)
+    if args.solved and not args.half_done:
+        parser.error("--solved goes with --half-done DIR")
     known = {ref.stem for ref, _ in pairs()}
     unknown = [i for i in args.ids if i not in known]
     if unknown:
         parser.error(f"no references/<id>.py for {', '.join(unknown)}; known: "
                      f"{', '.join(sorted(k for k in known if not k.startswith('_')))}")
+
+    if args.half_done:
+        folder = Path(args.half_done)
+        folder.mkdir(parents=True, exist_ok=True)
+        solved = tuple(t.strip() for t in args.solved.split(",") if t.strip())
+        for ref, _ in pairs():  # every module: a workshop imports its siblings
+            (folder / ref.name).write_text(derive(ref.read_text(), str(ref.relative_to(ROOT)),
+                                                  solved=solved))
+        print(f"wrote half-done starters to {folder} (solved: {', '.join(solved) or 'none'})")
+        return 0
 
     status = 0
     for ref, starter in pairs(args.ids):
