@@ -93,6 +93,12 @@ def ready(workshop: str, impl: str, *names: str) -> bool:
     return not todo
 
 
+def pending(workshop: str, impl: str, *names: str) -> list[str]:
+    """The TODO lines still open for `names`, as `ready` would print them, without printing: for
+    a cell that runs what is written and says what the rest waits for."""
+    return loader.unfilled_exercises(workshop, loader.resolve(impl), names)
+
+
 def explain(exc: BaseException) -> None:
     """Print what a finished exercise raised, pointing at the innermost line of your code (the
     check cell at the end of the lesson runs the full checks, with hints)."""

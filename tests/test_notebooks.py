@@ -62,3 +62,25 @@ def test_lessons_execute_against_the_references_with_every_check_passing(execute
         html = "".join("".join(o.get("data", {}).get("text/html", ""))
                        for c in cells for o in c.get("outputs", []))
         assert "PASS" in html and ">FAIL<" not in html and ">TODO<" not in html
+
+
+@pytest.mark.slow
+def test_strided_lesson_runs_what_a_half_done_starter_has_written(tmp_path):
+    """With only `_load_x` and `plan` written, the lesson's try-it cell runs the calls whose
+    kernels are given (path B in one block) and names the region the others wait for."""
+    import papermill
+
+    from tools import make_starters
+
+    half = tmp_path / "half"
+    make_starters.main(["--half-done", str(half), "--solved", "load,plan"])
+    out = tmp_path / "lesson.ipynb"
+    papermill.execute_notebook(str(ROOT / "notebooks/01_strided_softmax.ipynb"), str(out),
+                               parameters={"IMPL": str(half), "DEVICE": "interpreter"},
+                               cwd=str(ROOT / "notebooks"), progress_bar=False)
+    cell = next(c for c in _cells(out) if "region_run_by" in _source(c))
+    text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    assert not [o for o in cell["outputs"] if o.get("output_type") == "error"], text
+    assert "waits for TODO(softmax, rows)" in text and "waits for TODO(softmax, strips)" in text
+    ran = [line for line in text.splitlines() if line.rstrip().endswith(("e-08", "e-09", "e-07"))]
+    assert len(ran) >= 10, text  # the given kernels ran through the learner's load and plan
