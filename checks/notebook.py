@@ -87,15 +87,15 @@ def ready(workshop: str, impl: str, *names: str) -> bool:
     if failure:
         print(f"Not ready yet, this part is skipped: {failure}")
         return False
-    todo = loader.unfilled_exercises(workshop, loader.resolve(impl), names)
+    todo = pending(workshop, impl, *names)
     if todo:
         print("Not ready yet, this part is skipped: fill in " + "; ".join(todo))
     return not todo
 
 
 def pending(workshop: str, impl: str, *names: str) -> list[str]:
-    """The TODO lines still open for `names`, as `ready` would print them, without printing: for
-    a cell that runs what is written and says what the rest waits for."""
+    """The TODO lines still open for `names`, which `ready` prints: for a cell that runs what is
+    written and says what the rest waits for."""
     return loader.unfilled_exercises(workshop, loader.resolve(impl), names)
 
 

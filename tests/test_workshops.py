@@ -60,8 +60,7 @@ HALF_DONE = [
 def test_half_done_starter_gets_verdicts_on_what_is_written(workshop, solved, runs, tmp_path):
     from tools import make_starters
 
-    for ref, _ in make_starters.pairs():
-        (tmp_path / ref.name).write_text(make_starters.derive(ref.read_text(), solved=solved))
+    make_starters.main(["--half-done", str(tmp_path), "--solved", ",".join(solved)])
     out = tmp_path / "half.json"
     done = run_checks("run", workshop, "--impl", str(tmp_path), "--device", "interpreter",
                       "--json", str(out))

@@ -24,7 +24,7 @@ call them report TODO while the TODO line is there.
     python tools/make_starters.py --half-done /tmp/half --solved load,plan
         # a folder of starters with only the regions of those tags solved (as the references
         # have them), for `python -m checks run <id> --impl /tmp/half`: what a learner halfway
-        # through sees (maintainers: the gating's GPU diagnostics were made this way)
+        # through sees (the half-done starters of tests/test_workshops.py are made this way)
 """
 
 from __future__ import annotations
