@@ -824,7 +824,7 @@ def _k_tail_probe(ctx, impl) -> str:
 # or of any mask): a square C tells them apart.
 STORE_MASK_HINT = ("out-of-bounds store: the store mask lets rows >= M or cols >= N through "
                    "(mask rows < M, cols < N: c_mask = (rows < M) & (cols < N)); the call "
-                   "faulted at its tl.store, while a square probe (M = N) stores every element "
+                   "stored past C at its tl.store, while a square probe (M = N) stores every element "
                    "right: M and N swapped in the mask, or one bound used for both")
 TRANSPOSED_STORE_HINT = ("C written transposed: rows step by stride_cm, columns by stride_cn "
                          "(c_ptr + rows * stride_cm + cols * stride_cn); a square probe (M = N) "
@@ -836,8 +836,8 @@ def _store_probe(ctx, impl, message: str) -> str:
     """Diagnosis of a failing call: is C's store at fault? Asked of the learner's code: a square
     product (M = N = 40, two tile rows and columns, the second ragged) where a mask with M and N
     swapped is right and strides swapped store the exact transpose of C (C is contiguous and
-    square). Transposed output names the strides; right output, after a call that faulted at a
-    store (the interpreter's bounds check says "out-of-bounds store"), names the store mask."""
+    square). Transposed output names the strides; right output, after a call that stored past C
+    (the interpreter's bounds check, or a GPU's tail guard, says so), names the store mask."""
     m = n = 40
     k = 24
     a = ctx.randn((m, k), "float16")
@@ -854,7 +854,10 @@ def _store_probe(ctx, impl, message: str) -> str:
     transposed = _share_within(got, rounded.t(), magnitude.t(), k, a.dtype)
     if transposed == 1.0 and right < 0.5:
         return TRANSPOSED_STORE_HINT
-    if right == 1.0 and "out-of-bounds store" in message:
+    # A store past C: the interpreter's bounds check stops it ("out-of-bounds store"); on a GPU
+    # the tail guard behind the output sees it ("wrote past the end of its output").
+    if right == 1.0 and ("out-of-bounds store" in message
+                         or "wrote past the end of its output" in message):
         return STORE_MASK_HINT
     return ""
 

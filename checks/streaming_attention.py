@@ -883,8 +883,9 @@ def forward_values(ctx, impl, case):
         _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
                       name="attention(q, k, v)" if i == 0 else
                            "attention(q, k, v), a second call of the same shape",
-                      first=[_empty_grid(launched), _fenced_tail_read(ctx, impl, case, q, k, v,
-                                                                      scale)])
+                      first=[_empty_grid(launched),
+                             _fenced_tail_read(ctx, impl, case, q, k, v, scale),
+                             _first_stage_past_n_values(ctx, impl, case, q, k, v, scale)])
         outputs.append((out, out.clone()))
     for i, (out, saved) in enumerate(outputs[:-1]):
         if not torch.equal(out, saved):  # both NaN-free: each passed its comparison
@@ -992,7 +993,7 @@ def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
     return None
 
 
-def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale):
+def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale, beyond=("memory", "zeros")):
     """The hint for a non-causal call that read keys past N (the interpreter's bounds check
     stopped it) when the unmasked stage 1 ran past the last full key block: attention is called
     again on copies of q, k and v followed by random rows, so the same reads succeed, and the
@@ -1012,11 +1013,23 @@ def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale):
     expected = reference(q, k, v, causal=False, scale=scale_used)
     dtype = str(q.dtype).replace("torch.", "")
     for bn in dict.fromkeys(bn for _, bn in _block_candidates(impl, case, n, d, dtype, False)):
-        hint = _first_stage_past_n(*padded, scale=scale_used, block_n=bn,
-                                   dtype=dtype)(got, expected, None)
+        hint = _first_stage_past_n(*padded, scale=scale_used, block_n=bn, dtype=dtype,
+                                   beyond=beyond)(got, expected, None)
         if hint:
             return hint
     return None
+
+
+def _first_stage_past_n_values(ctx, impl, case, q, k, v, scale):
+    """A diagnosis for wrong values where no bounds check stopped the call (a GPU reads past N
+    whatever memory follows, the interpreter refuses): the same question as above, asked of q,
+    k and v followed by random rows, with a replay that reads those rows. Not the replay of
+    zeros past N (TMA's clipping): keys past N left unmasked in the masked stage, whose loads
+    read zeros there, give that output too, and "keys past N unmasked" names it."""
+    def diagnose(got, expected, bad):
+        return _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale, beyond=("memory",))
+
+    return diagnose
 
 
 def _valid_call_refused(case) -> str:
@@ -1490,14 +1503,15 @@ def _stride_replays(q, k, v, *, causal, scale, dtype, head=None):
     return diagnose
 
 
-def _first_stage_past_n(q, k, v, *, scale, block_n, dtype):
+def _first_stage_past_n(q, k, v, *, scale, block_n, dtype, beyond=("memory", "zeros")):
     """A diagnosis for the row_prefix layout (non-causal, memory past row N): the unmasked first
     stage ran to some hi1 past the last full key block (N // BLOCK_N) * BLOCK_N, so its last
     step read keys up to the next multiple of BLOCK_N unmasked (the rows past N that the
     memory holds, or zeros where TMA clips them), and the masked stage then ran [hi1, N) again.
     hi1 = cdiv(N, BLOCK_N) * BLOCK_N (rounded up, past N) reads up to there and leaves the
     masked stage empty. forward.values asks this of inputs followed by random rows, after the
-    interpreter's bounds check stopped the same read of plain inputs.
+    interpreter's bounds check stopped the same read of plain inputs. `beyond`: what the
+    replay reads past N, the memory there and/or zeros (as TMA's clipping gives).
     """
     n, d = q.shape
 
@@ -1513,13 +1527,13 @@ def _first_stage_past_n(q, k, v, *, scale, block_n, dtype):
         max_logit = _max_logit(q, k, scale) * 2
         for hi1 in (e for e in ends if right < e <= max(n, rounded_up)):
             reach = -(-hi1 // block_n) * block_n  # the first stage's last step ends here
-            for beyond in ("memory", "zeros"):
+            for past_n in beyond:
                 kk, vv = (_strided_view(t, (reach, d), tuple(t.stride()), t.storage_offset())
                           for t in (k, v))
                 if kk is None or vv is None:
                     continue
                 kk, vv = kk.double().cpu(), vv.double().cpu()
-                if beyond == "zeros":
+                if past_n == "zeros":
                     kk[n:], vv[n:] = 0.0, 0.0
                 keys = torch.cat([kk, kk[hi1:n]])
                 vals = torch.cat([vv, vv[hi1:n]])
