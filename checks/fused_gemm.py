@@ -405,62 +405,58 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         if hint:
             best_share = 2.0  # nothing below replaces it
             break
+    def prefer(share: float, text: str) -> None:
+        """Take `text` as the hint when its replay explains >= 90% of the output and clearly
+        more than the best so far."""
+        nonlocal hint, best_share
+        if share >= 0.9 and share > best_share + 0.05:
+            hint, best_share = text, share
+
     for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
         # Equal values agree even where they are infinite (inf - inf is NaN): float16's
         # overflow replayed is inf.
-        share = (((got64 - candidate).abs() <= tol) | (got64 == candidate)).double().mean().item()
-        if share >= 0.9 and share > best_share + 0.05:
-            hint, best_share = text, share
+        prefer((((got64 - candidate).abs() <= tol) | (got64 == candidate)).double().mean().item(),
+               text)
     # The same for mistakes whose output has its own magnitude (so its own tolerance): the
     # accumulator overwritten or added twice at each K step, the K tail loaded as ones, and bfloat16
     # multiplied as raw bits under the interpreter (the DOT_IN_FP32 upcast left out).
     for start, bks, candidate, cand_magnitude in _last_k_step(a, b, bias, relu):
-        share = _share_within(got64, candidate, cand_magnitude, k - start, a.dtype)
-        if share >= 0.9 and share > best_share + 0.05:
-            shown = " or ".join(str(bk) for bk in bks)
-            hint, best_share = (
-                f"accumulator not carried across K steps: the output matches the last K step "
-                f"alone (K positions {start}..{k - 1} of K = {k}, block_k = {shown}); "
-                "acc = tl.dot(a, b, acc) adds each K block's product to the running sum, "
-                "acc = tl.dot(a, b) keeps only the last block"), share
+        shown = " or ".join(str(bk) for bk in bks)
+        prefer(_share_within(got64, candidate, cand_magnitude, k - start, a.dtype),
+               f"accumulator not carried across K steps: the output matches the last K step "
+               f"alone (K positions {start}..{k - 1} of K = {k}, block_k = {shown}); "
+               "acc = tl.dot(a, b, acc) adds each K block's product to the running sum, "
+               "acc = tl.dot(a, b) keeps only the last block")
     for bk, steps, candidate, cand_magnitude in _acc_added_twice(a, b, bias, relu):
-        share = _share_within(got64, candidate, cand_magnitude, k, a.dtype)
-        if share >= 0.9 and share > best_share + 0.05:
-            hint, best_share = (
-                f"accumulator added twice: the output matches each K step doubling the running "
-                f"sum before adding its product (sum over the {steps} steps s of "
-                f"2^({steps - 1} - s) * A_s B_s, block_k = {bk}; with one K step it is right); "
-                "tl.dot(a, b, acc) already returns acc + a @ b, so acc += tl.dot(a, b, acc) "
-                "adds acc twice: write acc = tl.dot(a, b, acc)"), share
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               f"accumulator added twice: the output matches each K step doubling the running "
+               f"sum before adding its product (sum over the {steps} steps s of "
+               f"2^({steps - 1} - s) * A_s B_s, block_k = {bk}; with one K step it is right); "
+               "tl.dot(a, b, acc) already returns acc + a @ b, so acc += tl.dot(a, b, acc) "
+               "adds acc twice: write acc = tl.dot(a, b, acc)")
     for bk, keep, candidate, cand_magnitude in _k_mask_step_times_block(a, b, bias, relu):
-        share = _share_within(got64, candidate, cand_magnitude, k, a.dtype)
-        if share >= 0.9 and share > best_share + 0.05:
-            hint, best_share = (
-                f"K mask with k0 * BLOCK_K: the output matches the sum over K positions "
-                f"{_spans(keep)} only (K = {k}, block_k = {bk}), what offs_k < K - k0 * BLOCK_K "
-                "keeps: k0 runs over range(0, K, BLOCK_K), so it is already the element offset of "
-                "the step, and k0 * BLOCK_K masks off every later step; the mask is "
-                "offs_k < K - k0"), share
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               f"K mask with k0 * BLOCK_K: the output matches the sum over K positions "
+               f"{_spans(keep)} only (K = {k}, block_k = {bk}), what offs_k < K - k0 * BLOCK_K "
+               "keeps: k0 runs over range(0, K, BLOCK_K), so it is already the element offset of "
+               "the step, and k0 * BLOCK_K masks off every later step; the mask is "
+               "offs_k < K - k0")
     for start, kk, bks, candidate, cand_magnitude in _k_tail_ones(a, b, bias, relu):
-        share = _share_within(got64, candidate, cand_magnitude, kk, a.dtype)
-        if share >= 0.9 and share > best_share + 0.05:
-            shown = " or ".join(str(bk) for bk in bks)
-            staged = f", staged to {start}" if start > k else ""
-            best_share = share
-            hint = (f"K tail loaded as 1 (other=1.0): the output matches A and B padded with ones "
-                    f"up to K = {kk} (K = {k}{staged}, block_k = {shown}): each of the "
-                    f"{kk - start} masked k of the last step adds a 1 * 1 product to every "
-                    "output; load the masked lanes with other=0.0 on both loads (0 adds nothing "
-                    "to a dot product)")
+        shown = " or ".join(str(bk) for bk in bks)
+        staged = f", staged to {start}" if start > k else ""
+        prefer(_share_within(got64, candidate, cand_magnitude, kk, a.dtype),
+               f"K tail loaded as 1 (other=1.0): the output matches A and B padded with ones "
+               f"up to K = {kk} (K = {k}{staged}, block_k = {shown}): each of the "
+               f"{kk - start} masked k of the last step adds a 1 * 1 product to every "
+               "output; load the masked lanes with other=0.0 on both loads (0 adds nothing "
+               "to a dot product)")
     if truncate and a.dtype == torch.bfloat16 and k > 0:
         candidate, cand_magnitude = _raw_bf16_product(a, b, bias, relu)
-        share = _share_within(got64, candidate, cand_magnitude, k, a.dtype)
-        if share >= 0.9 and share > best_share + 0.05:
-            hint, best_share = (
-                "bfloat16 multiplied as raw bits: the output matches Triton's interpreter "
-                "multiplying the bfloat16 bit patterns as 16-bit integers (it stores bfloat16 "
-                "as uint16); if DOT_IN_FP32, upcast both tiles to float32 before tl.dot "
-                "(exact, see the module docstring)"), share
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               "bfloat16 multiplied as raw bits: the output matches Triton's interpreter "
+               "multiplying the bfloat16 bit patterns as 16-bit integers (it stores bfloat16 "
+               "as uint16); if DOT_IN_FP32, upcast both tiles to float32 before tl.dot "
+               "(exact, see the module docstring)")
     diagnoses = list(extra)
     if tile is not None:
         diagnoses.append(_tile_pattern(*tile))

@@ -1129,19 +1129,26 @@ def _row_scale_only(dtype: str):
     return diagnose
 
 
+def _exact_row_stats(ctx, x64):
+    """The row statistics built right in float64, then rounded to the float32 the API takes (m
+    exactly: a maximum of values float32 holds; s to half an eps32), on the check's device, and
+    the float64 softmax computed from those rounded values: so only normalize's own arithmetic
+    is judged. Returns (m_row, s_row, expected)."""
+    torch = ctx.torch
+    m64 = x64.amax(dim=1)
+    s64 = torch.exp(x64 - m64[:, None]).sum(dim=1)
+    m_row, s_row = m64.float().to(ctx.torch_device), s64.float().to(ctx.torch_device)
+    expected = torch.exp(x64 - m_row.cpu().double()[:, None]) / s_row.cpu().double()[:, None]
+    return m_row, s_row, expected
+
+
 @register(W, "normalize.values", tier="kernel", uses=("normalize",), cases=_normalize_cases,
           doc="normalize(x, m_row, s_row) against float64 with correct statistics; fresh output")
 def normalize_values(ctx, impl, case):
     torch = ctx.torch
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
     x64 = x.detach().cpu().double()
-    # The row statistics built right in float64, then rounded to the float32 the API takes (m
-    # exactly: a maximum of values float32 holds; s to half an eps32). The reference uses those
-    # rounded values, so only normalize's own arithmetic is judged.
-    m64 = x64.amax(dim=1)
-    s64 = torch.exp(x64 - m64[:, None]).sum(dim=1)
-    m_row, s_row = m64.float().to(ctx.torch_device), s64.float().to(ctx.torch_device)
-    expected = torch.exp(x64 - m_row.cpu().double()[:, None]) / s_row.cpu().double()[:, None]
+    m_row, s_row, expected = _exact_row_stats(ctx, x64)
     kwargs = {} if case.chunk is None else {"chunk": case.chunk}
     label = "normalize(x, m_row, s_row, chunk)"
     # ctx.call fails if x, m_row or s_row changed, or if y is (a view of) one of them.
@@ -1239,11 +1246,7 @@ def _early_rounding_models(x, m_row, s_row, truncate: bool):
 def contract_round_once(ctx, impl, case):
     torch = ctx.torch
     x = ctx.randn(case.shape, "bfloat16", scale=case.scale)
-    x64 = x.detach().cpu().double()
-    m64 = x64.amax(dim=1)
-    s64 = torch.exp(x64 - m64[:, None]).sum(dim=1)
-    m_row, s_row = m64.float().to(ctx.torch_device), s64.float().to(ctx.torch_device)
-    expected = torch.exp(x64 - m_row.cpu().double()[:, None]) / s_row.cpu().double()[:, None]
+    m_row, s_row, expected = _exact_row_stats(ctx, x.detach().cpu().double())
     kwargs = {} if case.chunk is None else {"chunk": case.chunk}
     label = "normalize(x, m_row, s_row) in bfloat16"
     y = ctx.call(impl.normalize, x, m_row, s_row, expect_shape=case.shape,

@@ -326,6 +326,16 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         shape.append(shape.pop(d))
         return sim.reshape(shape).movedim(-1, d)
 
+    def divided_by_log2_s():
+        # exp2((x - m) * LOG2E) / log2_s: the base-2 exponent of s used as the divisor.
+        rows = softmax_rows(x)
+        m = rows.amax(dim=1, keepdim=True)
+        s = (rows - m).exp().sum(dim=1, keepdim=True)
+        sim = (rows - m).exp() / s.log2()
+        shape = list(x.shape)
+        shape.append(shape.pop(d))
+        return sim.reshape(shape).movedim(-1, d)
+
     def sums_down_the_tile(got, expected, bad):
         # Path A's one-block tile holds BLOCK_I rows: tl.sum(numerator, axis=0) sums down its
         # columns, so element (i, r) is divided by the sum of exp(x - m) over the rows of i's
@@ -419,6 +429,11 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         tail_not_masked,
         sums_down_the_tile,
         max_not_broadcast,
+        _simulated("divided by log2(s): the output matches exp(x - m) / log2(s), what "
+                   "exp2((x - m) * LOG2E) / log2_s computes (each softmax row off by "
+                   "s / log2(s)); log2_s is s as a base-2 exponent: subtract it inside the exp2, "
+                   "exp2((x - m) * LOG2E - log2_s), or divide by s itself", divided_by_log2_s,
+                   match=(rtol, atol), differ=exact),
         _simulated("log2(s) inside the * LOG2E: the output matches exp(x - m) * s^(-log2 e), "
                    "what exp2((x - m - log2(s)) * LOG2E) computes (each softmax row off by "
                    "s^(1 - log2 e)); log2(s) is already a base-2 exponent, subtract it after "

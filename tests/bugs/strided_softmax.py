@@ -289,4 +289,10 @@ BUGS += [
         replace='        shift = tl.where(m == -float("inf"), 0.0, m_new)\n'
                 "        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :])",
         check="forward.paths", hint="the -inf guard must test m_new"),
+    # The fifth audit's 09: path B's normalize divides by log2_s (s as a base-2 exponent)
+    # instead of subtracting it inside the exp2: each row off by s / log2(s).
+    Bug("normalize_divided_by_log2s",
+        find="y = tl.exp2((x - m[None, :]) * LOG2E - log2_s[None, :])",
+        replace="y = tl.exp2((x - m[None, :]) * LOG2E) / log2_s[None, :]",
+        check="forward.paths", hint="divided by log2(s)"),
 ]
