@@ -1172,8 +1172,10 @@ def forward_kv_splits(ctx, impl, case):
     rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, scale))
     expected = reference(q, k, v, causal=case.causal, scale=scale)
     ctx.assert_close(out, expected, name=f"attention with kv_splits={case.splits}", rtol=rtol,
-                     atol=atol, diagnose=_split_replays(impl, case, q, k, v, scale=scale,
-                                                        rtol=rtol, atol=atol))
+                     atol=atol, diagnose=[*_split_replays(impl, case, q, k, v, scale=scale,
+                                                          rtol=rtol, atol=atol),
+                                          _unsplit_probe(impl, case, q, k, v, scale=scale,
+                                                         rtol=rtol, atol=atol)])
 
 
 @contextlib.contextmanager
@@ -1223,6 +1225,43 @@ def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
                    share_unclamped=True)]
 
 
+def _unsplit_probe(impl, case, q, k, v, *, scale, rtol, atol):
+    """A diagnosis for a kv_splits run that no split replay explains: the learner's attention
+    is called again on the same head with kv_splits=1. Wrong there too, the mistake sits in the
+    key-block walk every split runs (forward.values fails as well), and the single-stream
+    replays name it where they can; right there, it sits in the split shares or the merge."""
+    def diagnose(got, expected, bad):
+        from checks.context import call_learner
+
+        try:
+            single = call_learner(impl.attention, q, k, v, causal=bool(case.causal),
+                                  **dict(_knobs(case), kv_splits=1))
+        except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+            return None
+        if tuple(single.shape) != tuple(expected.shape):
+            return None
+        single = single.double().cpu()
+        if not bool(((single - expected).abs() > atol + rtol * expected.abs()).any()
+                    or single.isnan().any()):
+            return (f"the split run alone is wrong: the same call with kv_splits=1 is right, "
+                    f"so the mistake is in how the {case.splits} splits share a row block's "
+                    "key blocks or in the merge of their states (acc, l, m)")
+        wrong = single.isnan() | ((single - expected).abs() > atol + rtol * expected.abs())
+        named = None
+        for replay in _diagnoses(impl, case, q, k, v, causal=bool(case.causal),
+                                 scale_used=scale, scale_given=None, rtol=rtol, atol=atol,
+                                 generic=False):
+            named = replay(single, expected, wrong)
+            if named:
+                break
+        where = "the key-block walk every split runs, not in the split; forward.values fails too"
+        if named:
+            return f"{named} (seen in the same call with kv_splits=1: the mistake is in {where})"
+        return f"wrong with kv_splits=1 too: the mistake is in {where}"
+
+    return diagnose
+
+
 def _kv_splits_heads(ctx, impl, case):
     """forward.kv_splits on (H, N, d) through attention_heads: each head against float64; where
     one is wrong, the heads are run again one call each, and if those are right the heads of
@@ -1269,7 +1308,9 @@ def _kv_splits_heads(ctx, impl, case):
                       name=f"attention_heads(..., kv_splits={case.splits})[{h}]",
                       first=[heads_interfere(h), *_split_replays(impl, case, q[h], k[h], v[h],
                                                                  scale=scale, rtol=rtol,
-                                                                 atol=atol)])
+                                                                 atol=atol)],
+                      extra=[_unsplit_probe(impl, case, q[h], k[h], v[h], scale=scale,
+                                            rtol=rtol, atol=atol)])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -407,4 +407,11 @@ BUGS += [
         find="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32",
         replace="acc = tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)  # fp32",
         check="forward.values", hint="accumulator not carried across key blocks"),
+    # The same mistake seen by forward.kv_splits, which runs after forward.values: no split
+    # replay explains a split run of it, so the check calls attention again with kv_splits=1,
+    # where the single-stream replay names it (the fifth audit's later-check leftover).
+    Bug("acc_not_carried_in_split_run",
+        find="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32",
+        replace="acc = tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)  # fp32",
+        check="forward.kv_splits", hint="seen in the same call with kv_splits=1"),
 ]
