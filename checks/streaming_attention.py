@@ -867,17 +867,14 @@ def forward_values(ctx, impl, case):
         else:
             q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
         try:
-            with launches.recording() as launched:
+            with (_reads_past_n_named(ctx, impl, case, q, k, v, scale),
+                  launches.recording() as launched):
                 out = ctx.call(impl.attention, q, k, v, **mask, scale=scale, **_knobs(case),
                                expect_shape=(case.n, case.d), expect_dtype=case.dtype,
                                expect_contiguous=True)
         except CheckFailed as exc:
             if not exc.hint and isinstance(exc.__cause__, (TypeError, ValueError)):
                 exc.hint = _valid_call_refused(case)
-            elif "out-of-bounds load" in exc.message:  # the interpreter's bounds check
-                exc.hint = (_diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
-                            or _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale)
-                            or exc.hint)
             raise
         _interpreter_notes(ctx, case.dtype)
         _compare_head(ctx, impl, case, out, q, k, v, causal=case.causal, scale_given=scale,
@@ -1032,6 +1029,22 @@ def _first_stage_past_n_values(ctx, impl, case, q, k, v, scale):
     return diagnose
 
 
+@contextlib.contextmanager
+def _reads_past_n_named(ctx, impl, case, q, k, v, scale):
+    """Around a ctx.call of attention on one (N, d) head: where the interpreter's bounds check
+    stopped a load, ask the two stage-bound probes (on copies of q, k and v followed by zero
+    or random rows, whose reads then succeed) whether a stage ran past its end, and name it;
+    otherwise the bounds check's own hint stands."""
+    try:
+        yield
+    except CheckFailed as exc:
+        if "out-of-bounds load" in exc.message:
+            exc.hint = (_diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
+                        or _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale)
+                        or exc.hint)
+        raise
+
+
 def _valid_call_refused(case) -> str:
     """forward.values' hint for a TypeError or ValueError raised by a valid call."""
     if case.n == 0:
@@ -1163,7 +1176,8 @@ def forward_kv_splits(ctx, impl, case):
         return
     q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     knobs = dict(_knobs(case), kv_splits=case.splits)
-    with _split_launches(ctx, "attention", case):
+    with (_reads_past_n_named(ctx, impl, case, q, k, v, None),
+          _split_launches(ctx, "attention", case)):
         out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
                        expect_shape=(case.n, case.d), expect_dtype=case.dtype,
                        expect_contiguous=True)
@@ -1402,11 +1416,12 @@ def forward_strided(ctx, impl, case):
         # Pointer loads (auto would take TMA, which reads rows past N as zeros): the memory
         # past N is read as it is.
         knobs["tma"] = False
-    out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype,
-                   expect_contiguous=True)
-    _interpreter_notes(ctx, case.dtype)
     blocks = (knobs["block_m"], knobs["block_n"]) if knobs.get("block_m") else "default"
+    with _reads_past_n_named(ctx, impl, Case(case, blocks=blocks), q, k, v, None):
+        out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
+                       expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                       expect_contiguous=True)
+    _interpreter_notes(ctx, case.dtype)
     scale = case.d ** -0.5
     extra = []
     if case.layout == "row_prefix":
@@ -1858,9 +1873,10 @@ def forward_extreme(ctx, impl, case):
         knobs["kv_splits"] = case.splits
     if case.kind != "small_tail":
         v = ctx.randn((case.n, case.d), case.dtype)
-    out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **knobs,
-                   expect_shape=(case.n, case.d), expect_dtype=case.dtype,
-                   expect_contiguous=True)
+    with _reads_past_n_named(ctx, impl, case, q, k, v, scale):
+        out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **knobs,
+                       expect_shape=(case.n, case.d), expect_dtype=case.dtype,
+                       expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     scale_used = case.d ** -0.5 if scale is None else scale
     if case.kind in ("equal_scores", "negative_logits"):
@@ -2030,7 +2046,7 @@ def _memory_cases(device: str) -> list[Case]:
 def memory_no_square(ctx, impl, case):
     q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     n2 = case.n * case.n
-    with ctx.track_allocations() as log:
+    with _reads_past_n_named(ctx, impl, case, q, k, v, None), ctx.track_allocations() as log:
         out = ctx.call(impl.attention, q, k, v, causal=case.causal,
                        expect_shape=(case.n, case.d), expect_dtype=case.dtype,
                        expect_contiguous=True)

@@ -414,4 +414,11 @@ BUGS += [
         find="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32",
         replace="acc = tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)  # fp32",
         check="forward.kv_splits", hint="seen in the same call with kv_splits=1"),
+    # Stage 1 rounded up, seen by forward.strided (a later check): its call, stopped by the
+    # interpreter's bounds check, asks the same stage-bound probes as forward.values.
+    # Interpreter only: on a GPU nothing stops the read, and forward.strided's replays do not
+    # read past N (forward.values' random-row probe names it there).
+    Bug("first_stage_rounded_up_strided", find="        hi1 = (n_ctx // BLOCK_N) * BLOCK_N\n",
+        replace="        hi1 = tl.cdiv(n_ctx, BLOCK_N) * BLOCK_N\n", check="forward.strided",
+        hint="the first stage must end on a BLOCK_N boundary", interpreter_only=True),
 ]
