@@ -700,6 +700,9 @@ def _call_once(ctx, impl, x, dim, **knobs):
             if hint:
                 exc.hint = hint
                 raise
+        if "out-of-bounds load" in exc.message:
+            exc.hint = _load_without_row_mask(impl, x, dim, knobs) or exc.hint
+            raise
         # Under the interpreter an address past every tensor stops the kernel cleanly; on this
         # workshop a store past the output means output strides taken from somewhere else.
         if "out-of-bounds store" in exc.message and tuple(x.stride()) == (x.shape[1], 1):
@@ -713,6 +716,41 @@ def _call_once(ctx, impl, x, dim, **knobs):
                         "mask): the output is a new contiguous tensor with strides "
                         f"({x.shape[1]}, 1)")
         raise
+
+
+_SPARE_ROWS = 256  # rows after x in _load_without_row_mask's buffer: more than any BLOCK_I
+
+
+def _load_without_row_mask(impl, x, dim, knobs):
+    """The hint for a load past the end of a row-major x (the interpreter's bounds check
+    stopped it) when the load's mask lacks the row bound: softmax is called again on the same
+    values as the first rows of a longer buffer, so a read of the rows after the last succeeds.
+    If that output is right, only lanes of rows past the last were read (their results are
+    never stored); a load without the position mask would read the next row's values instead,
+    and stay wrong. None otherwise, or for other layouts."""
+    import torch
+
+    from checks.compare import tolerance_for
+    from checks.context import call_learner
+
+    if x.dim() != 2 or dim not in (1, -1) or tuple(x.stride()) != (x.shape[1], 1):
+        return None
+    n_rows, n_cols = x.shape
+    buffer = torch.randn((n_rows + _SPARE_ROWS, n_cols), dtype=torch.float32,
+                         device=x.device).to(x.dtype)
+    buffer[:n_rows] = x
+    try:
+        got = call_learner(impl.softmax, buffer[:n_rows], dim, **knobs)
+    except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+        return None
+    tol = tolerance_for(x.dtype)
+    if tuple(got.shape) != tuple(x.shape) or not _close(got.detach().double().cpu(),
+                                                         _softmax64(x, dim), tol.rtol, tol.atol):
+        return None
+    return ("load without the row mask: the load read rows past the last (a program's tile "
+            "holds BLOCK_I rows, and the last program's tile reaches past x), while with x "
+            "followed by more rows the output is right; mask the load with both bounds, "
+            "mask=i_ok & r_ok, not r_ok alone")
 
 
 # Each knob and the kernel argument it sets. The exchange plans clamp block_i to the rows
