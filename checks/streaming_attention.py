@@ -867,7 +867,7 @@ def forward_values(ctx, impl, case):
         else:
             q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
         try:
-            with (_reads_past_n_named(ctx, impl, case, q, k, v, scale),
+            with (_failed_call_probed(ctx, impl, case, q, k, v, scale),
                   launches.recording() as launched):
                 out = ctx.call(impl.attention, q, k, v, **mask, scale=scale, **_knobs(case),
                                expect_shape=(case.n, case.d), expect_dtype=case.dtype,
@@ -1030,11 +1030,13 @@ def _first_stage_past_n_values(ctx, impl, case, q, k, v, scale):
 
 
 @contextlib.contextmanager
-def _reads_past_n_named(ctx, impl, case, q, k, v, scale):
-    """Around a ctx.call of attention on one (N, d) head: where the interpreter's bounds check
-    stopped a load, ask the two stage-bound probes (on copies of q, k and v followed by zero
-    or random rows, whose reads then succeed) whether a stage ran past its end, and name it;
-    otherwise the bounds check's own hint stands."""
+def _failed_call_probed(ctx, impl, case, q, k, v, scale):
+    """Around a ctx.call of attention on one (N, d) head, for a call that raised:
+    - the interpreter's bounds check stopped a load: ask the two stage-bound probes (on copies
+      of q, k and v followed by zero or random rows, whose reads then succeed) whether a stage
+      ran past its end, and name it;
+    - a causal call failed on block shapes: ask the same call without the mask (_causal_shapes).
+    Otherwise, or where no probe names it, the error's own hint stands."""
     try:
         yield
     except CheckFailed as exc:
@@ -1042,7 +1044,33 @@ def _reads_past_n_named(ctx, impl, case, q, k, v, scale):
             exc.hint = (_diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
                         or _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale)
                         or exc.hint)
+        elif case.causal and (exc.hint or "").startswith("block shapes do not"):
+            exc.hint = _causal_shapes(impl, case, q, k, v, scale) or exc.hint
         raise
+
+
+def _causal_shapes(impl, case, q, k, v, scale):
+    """A causal call refused for block shapes that do not fit: if the same call without the
+    mask runs and is right, the shapes fail only in the causal term, almost always keep built
+    keys by rows, (BLOCK_N, BLOCK_M) (it compiles, transposed, only where the two are equal)."""
+    from checks.context import call_learner
+
+    try:
+        got = call_learner(impl.attention, q, k, v, causal=False, scale=scale, **_knobs(case))
+    except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+        return None
+    d = q.shape[-1]
+    scale_used = d ** -0.5 if scale is None else scale
+    expected = reference(q, k, v, causal=False, scale=scale_used)
+    rtol, atol = tolerance(str(q.dtype).replace("torch.", ""), v, _max_logit(q, k, scale_used))
+    if tuple(got.shape) != tuple(expected.shape) or \
+            not bool(agrees(got.double().cpu(), expected, rtol, atol).all()):
+        return None
+    return ("the causal mask's tile has the wrong shape: the same call without causal=True "
+            "runs and is right, so the block shapes fail only in the causal term; keep is "
+            "(BLOCK_M, BLOCK_N), rows by keys: offs_m[:, None] >= offs_n[None, :] "
+            "(offs_m[None, :] >= offs_n[:, None] is (BLOCK_N, BLOCK_M): it compiles only where "
+            "BLOCK_M == BLOCK_N, and is then the transposed mask)")
 
 
 def _valid_call_refused(case) -> str:
@@ -1176,7 +1204,7 @@ def forward_kv_splits(ctx, impl, case):
         return
     q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     knobs = dict(_knobs(case), kv_splits=case.splits)
-    with (_reads_past_n_named(ctx, impl, case, q, k, v, None),
+    with (_failed_call_probed(ctx, impl, case, q, k, v, None),
           _split_launches(ctx, "attention", case)):
         out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
                        expect_shape=(case.n, case.d), expect_dtype=case.dtype,
@@ -1416,7 +1444,7 @@ def forward_strided(ctx, impl, case):
         # past N is read as it is.
         knobs["tma"] = False
     blocks = (knobs["block_m"], knobs["block_n"]) if knobs.get("block_m") else "default"
-    with _reads_past_n_named(ctx, impl, Case(case, blocks=blocks), q, k, v, None):
+    with _failed_call_probed(ctx, impl, Case(case, blocks=blocks), q, k, v, None):
         out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
                        expect_shape=(case.n, case.d), expect_dtype=case.dtype,
                        expect_contiguous=True)
@@ -1872,7 +1900,7 @@ def forward_extreme(ctx, impl, case):
         knobs["kv_splits"] = case.splits
     if case.kind != "small_tail":
         v = ctx.randn((case.n, case.d), case.dtype)
-    with _reads_past_n_named(ctx, impl, case, q, k, v, scale):
+    with _failed_call_probed(ctx, impl, case, q, k, v, scale):
         out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **knobs,
                        expect_shape=(case.n, case.d), expect_dtype=case.dtype,
                        expect_contiguous=True)
@@ -2045,7 +2073,7 @@ def _memory_cases(device: str) -> list[Case]:
 def memory_no_square(ctx, impl, case):
     q, k, v = (ctx.randn((case.n, case.d), case.dtype) for _ in range(3))
     n2 = case.n * case.n
-    with _reads_past_n_named(ctx, impl, case, q, k, v, None), ctx.track_allocations() as log:
+    with _failed_call_probed(ctx, impl, case, q, k, v, None), ctx.track_allocations() as log:
         out = ctx.call(impl.attention, q, k, v, causal=case.causal,
                        expect_shape=(case.n, case.d), expect_dtype=case.dtype,
                        expect_contiguous=True)
