@@ -18,8 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from checks import catalog, loader, provenance
-from checks.core import (FAIL, PASS, TODO, UNAVAILABLE, Check, CheckFailed, ExercisePending, Result,
-                         Unavailable, checks_for)
+from checks.core import (
+    FAIL,
+    PASS,
+    TODO,
+    UNAVAILABLE,
+    Check,
+    CheckFailed,
+    ExercisePending,
+    Result,
+    Unavailable,
+    checks_for,
+)
 
 current: Run | None = None  # the run in progress, if any
 DEFAULT_TIMEOUT = 300.0  # seconds per (check, case); --timeout or CHECKS_TIMEOUT change it
