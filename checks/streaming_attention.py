@@ -125,6 +125,15 @@ def _resolve_scale(case) -> float | int | None:
     return scale if isinstance(scale, int) else float(scale)
 
 
+def _misses(got, expected, rtol: float, atol: float):
+    """A probe call's output against the float64 reference: the mask of its elements outside
+    the tolerance (NaN counts), or None when it has another shape. The probes that ask "is the
+    same call right another way" (_unsplit_probe, _causal_shapes, heads run alone) judge here."""
+    if got is None or tuple(got.shape) != tuple(expected.shape):
+        return None
+    return ~agrees(got.detach().double().cpu(), expected, rtol, atol)
+
+
 def _knobs(case) -> dict:
     """blocks: "default", (block_m, block_n), or (block_m, None): block_n left to the launcher."""
     blocks = case.get("blocks", "default")
@@ -372,11 +381,12 @@ def _block_candidates(impl, case, n, d, dtype, causal):
 
 
 def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, atol,
-               generic=True):
+               generic=True, before_symptoms=()):
     """Diagnoses for compare.assert_close: replay the classic mistakes on one (N, d) head.
 
     generic=False leaves out the last two, which judge by the symptom alone (NaN somewhere, only
     tail rows wrong) instead of reproducing the output: for outputs already known to hold NaN.
+    before_symptoms: the check's own diagnoses, tried after the replays and before those two.
     """
     n, d = q.shape
     dtype = str(q.dtype).replace("torch.", "")
@@ -719,6 +729,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"here the masked stage then ran from key {n // bn} and counted keys "
             f"{n // bn}..{-(-(n // bn) // bn) * bn - 1} a second time"),
             lambda sm, bm, bn: (n // bn, n // bn, n)))
+    hints.extend(before_symptoms)
     if not generic:
         return hints
     # p shifted by the old max is NaN in every row on any input (p = exp2(+inf) on the first
@@ -929,16 +940,23 @@ def _fenced_tail_read(ctx, impl, case, q, k, v, scale):
     return diagnose
 
 
-def _padded(ctx, q, k, v, *, random_rows=False):
-    """Copies of q, k and v that are the first N rows of longer buffers whose later rows are 0
-    (or random numbers): reads past N then succeed and add nothing that is NaN."""
+def _padded(ctx, q, k, v, *, rows="zero"):
+    """Copies of q, k and v that are the first N rows of longer buffers whose later rows are
+    "zero", "random" numbers, or "resampled": rows of the inputs themselves, row j of q, k and
+    v together (keys of the same kind as the real ones: an extreme case's scale keeps them
+    finite). Reads past N then succeed and add nothing that is NaN."""
     torch = ctx.torch
     n, d = q.shape
+    if rows == "resampled" and n:
+        picked = torch.randint(0, n, (_FENCE_ROWS,), generator=ctx.generator).to(q.device)
     padded = []
     for t in (q, k, v):
-        buffer = (ctx.randn((n + _FENCE_ROWS, d), str(t.dtype).replace("torch.", ""))
-                  if random_rows else
-                  torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device))
+        if rows == "random":
+            buffer = ctx.randn((n + _FENCE_ROWS, d), str(t.dtype).replace("torch.", ""))
+        else:
+            buffer = torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device)
+            if rows == "resampled" and n:
+                buffer[n:] = t[picked]
         buffer[:n] = t
         padded.append(buffer[:n])
     return padded
@@ -996,24 +1014,32 @@ def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale, beyond=("memory",
     again on copies of q, k and v followed by random rows, so the same reads succeed, and the
     mistake is named only if that output is _first_stage_past_n's replay reading those rows.
     Random rows, not zeros: a few keys scoring 0 among many can stay inside the tolerance (d =
-    64 in bf16), random keys and values move the output further. None otherwise: e.g. a v load
-    without its mask, whose p = 0 cancels any finite row."""
+    64 in bf16), random keys and values move the output further. Then rows resampled from the
+    inputs: under forward.extreme's scales random keys overflow (every logit near -1e38) or
+    are rounded apart from their replay (logits near 1e6), and the inputs' own rows are not.
+    None otherwise: e.g. a v load without its mask, whose p = 0 cancels any finite row."""
     n, d = q.shape
     if case.causal or n == 0:
         return None
-    padded = _padded(ctx, q, k, v, random_rows=True)
-    got = _call_on_padded(ctx, impl, case, padded, scale, "random")
-    if got is None:
-        return None
-    got = got.double().cpu()
     scale_used = d ** -0.5 if scale is None else scale
     expected = reference(q, k, v, causal=False, scale=scale_used)
     dtype = str(q.dtype).replace("torch.", "")
-    for bn in dict.fromkeys(bn for _, bn in _block_candidates(impl, case, n, d, dtype, False)):
-        hint = _first_stage_past_n(*padded, scale=scale_used, block_n=bn, dtype=dtype,
-                                   beyond=beyond)(got, expected, None)
-        if hint:
-            return hint
+    # forward.extreme's exact scores (all but huge_scores) keep its tolerance free of the logit
+    # size, which near 1e38 would accept any output; resampled rows keep them exact.
+    exact = case.get("kind") not in (None, "huge_scores")
+    for rows in ("random", "resampled"):
+        padded = _padded(ctx, q, k, v, rows=rows)
+        got = _call_on_padded(ctx, impl, case, padded, scale, rows)
+        if got is None:
+            continue
+        got = got.double().cpu()
+        for bn in dict.fromkeys(bn for _, bn in _block_candidates(impl, case, n, d, dtype,
+                                                                  False)):
+            hint = _first_stage_past_n(*padded, scale=scale_used, block_n=bn, dtype=dtype,
+                                       beyond=beyond, max_logit=1.0 if exact else None)(
+                got, expected, None)
+            if hint:
+                return hint
     return None
 
 
@@ -1063,8 +1089,8 @@ def _causal_shapes(impl, case, q, k, v, scale):
     scale_used = d ** -0.5 if scale is None else scale
     expected = reference(q, k, v, causal=False, scale=scale_used)
     rtol, atol = tolerance(str(q.dtype).replace("torch.", ""), v, _max_logit(q, k, scale_used))
-    if tuple(got.shape) != tuple(expected.shape) or \
-            not bool(agrees(got.double().cpu(), expected, rtol, atol).all()):
+    wrong = _misses(got, expected, rtol, atol)
+    if wrong is None or bool(wrong.any()):
         return None
     return ("the causal mask's tile has the wrong shape: the same call without causal=True "
             "runs and is right, so the block shapes fail only in the causal term; keep is "
@@ -1267,31 +1293,32 @@ def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
                    share_unclamped=True)]
 
 
-def _unsplit_probe(impl, case, q, k, v, *, scale, rtol, atol):
+def _unsplit_probe(impl, case, q, k, v, *, scale, rtol, atol, scale_given=None):
     """A diagnosis for a kv_splits run that no split replay explains: the learner's attention
-    is called again on the same head with kv_splits=1. Wrong there too, the mistake sits in the
-    key-block walk every split runs (forward.values fails as well), and the single-stream
-    replays name it where they can; right there, it sits in the split shares or the merge."""
+    is called again on the same head with kv_splits=1 (and the scale the call was given, if
+    any; `scale` is the one used). Wrong there too, the mistake sits in the key-block walk
+    every split runs (forward.values fails as well), and the single-stream replays name it
+    where they can; right there, it sits in the split shares or the merge."""
     def diagnose(got, expected, bad):
         from checks.context import call_learner
 
         try:
             single = call_learner(impl.attention, q, k, v, causal=bool(case.causal),
-                                  **dict(_knobs(case), kv_splits=1))
+                                  scale=scale_given, **dict(_knobs(case), kv_splits=1))
         except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
             return None
-        if tuple(single.shape) != tuple(expected.shape):
+        wrong = _misses(single, expected, rtol, atol)
+        if wrong is None:
             return None
         single = single.double().cpu()
-        wrong = single.isnan() | ((single - expected).abs() > atol + rtol * expected.abs())
         if not bool(wrong.any()):
             return (f"the split run alone is wrong: the same call with kv_splits=1 is right, "
                     f"so the mistake is in how the {case.splits} splits share a row block's "
                     "key blocks or in the merge of their states (acc, l, m)")
         named = None
         for replay in _diagnoses(impl, case, q, k, v, causal=bool(case.causal),
-                                 scale_used=scale, scale_given=None, rtol=rtol, atol=atol,
-                                 generic=False):
+                                 scale_used=scale, scale_given=scale_given, rtol=rtol,
+                                 atol=atol, generic=False):
             named = replay(single, expected, wrong)
             if named:
                 break
@@ -1327,13 +1354,9 @@ def _kv_splits_heads(ctx, impl, case):
                                             v[h:h + 1], causal=case.causal, **knobs)[0]
                 except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
                     alone[h] = None
-            single = alone[h]
-            if single is None or tuple(single.shape) != tuple(got.shape):
-                return None
             rtol, atol = tolerance(case.dtype, v[h], _max_logit(q[h], k[h], scale))
-            single = single.double().cpu()
-            if bool(((single - expected).abs() > atol + rtol * expected.abs()).any()
-                    or single.isnan().any()):
+            wrong = _misses(alone[h], expected, rtol, atol)
+            if wrong is None or bool(wrong.any()):
                 return None  # wrong alone too: not an interaction of heads
             return ("heads of one call disagree with the same heads run alone: with kv_splits > "
                     "1 each split's workspace rows must be its own, for every head: (head, "
@@ -1586,7 +1609,8 @@ def _stride_replays(q, k, v, *, causal, scale, dtype, head=None):
     return diagnose
 
 
-def _first_stage_past_n(q, k, v, *, scale, block_n, dtype, beyond=("memory", "zeros")):
+def _first_stage_past_n(q, k, v, *, scale, block_n, dtype, beyond=("memory", "zeros"),
+                        max_logit=None):
     """A diagnosis for the row_prefix layout (non-causal, memory past row N): the unmasked first
     stage ran to some hi1 past the last full key block (N // BLOCK_N) * BLOCK_N, so its last
     step read keys up to the next multiple of BLOCK_N unmasked (the rows past N that the
@@ -1594,7 +1618,9 @@ def _first_stage_past_n(q, k, v, *, scale, block_n, dtype, beyond=("memory", "ze
     hi1 = cdiv(N, BLOCK_N) * BLOCK_N (rounded up, past N) reads up to there and leaves the
     masked stage empty. forward.values asks this of inputs followed by random rows, after the
     interpreter's bounds check stopped the same read of plain inputs. `beyond`: what the
-    replay reads past N, the memory there and/or zeros (as TMA's clipping gives).
+    replay reads past N, the memory there and/or zeros (as TMA's clipping gives). `max_logit`:
+    the logit size in the tolerance (default twice the inputs' largest |logit|, for the rows
+    past N).
     """
     n, d = q.shape
 
@@ -1607,7 +1633,7 @@ def _first_stage_past_n(q, k, v, *, scale, block_n, dtype, beyond=("memory", "ze
         rounded_up = -(-n // block_n) * block_n
         ends = sorted({n, rounded_up} | {(n // b) * b for b in (16, 32, 64, 128, 256)}
                       - {right})
-        max_logit = _max_logit(q, k, scale) * 2
+        logit_term = _max_logit(q, k, scale) * 2 if max_logit is None else max_logit
         for hi1 in (e for e in ends if right < e <= max(n, rounded_up)):
             reach = -(-hi1 // block_n) * block_n  # the first stage's last step ends here
             for past_n in beyond:
@@ -1621,7 +1647,7 @@ def _first_stage_past_n(q, k, v, *, scale, block_n, dtype, beyond=("memory", "ze
                 keys = torch.cat([kk, kk[hi1:n]])
                 vals = torch.cat([vv, vv[hi1:n]])
                 cand = torch.softmax((q.double().cpu() @ keys.T) * scale, dim=-1) @ vals
-                if _reproduces(got, cand, expected, dtype, v, max_logit):
+                if _reproduces(got, cand, expected, dtype, v, logit_term):
                     # hi1 = N and hi1 = cdiv(N, BLOCK_N) * BLOCK_N read the same keys and
                     # leave the masked stage empty: the output cannot tell them apart.
                     ran = (f"ran to key {hi1}" if hi1 < n else
@@ -1927,6 +1953,13 @@ def forward_extreme(ctx, impl, case):
                            if case.kind == "huge_scores" else 1.0)
     same = dict(causal=case.causal, scale_used=scale_used, scale_given=scale, rtol=rtol,
                 atol=atol)
+    if knobs.get("kv_splits", 1) > 1:
+        # As in forward.kv_splits: the split mistakes, then the same call with kv_splits=1,
+        # before the hints that judge by the symptom alone (a wrong last row block, say).
+        same["before_symptoms"] = [
+            *_split_replays(impl, case, q, k, v, scale=scale_used, rtol=rtol, atol=atol),
+            _unsplit_probe(impl, case, q, k, v, scale=scale_used, rtol=rtol, atol=atol,
+                           scale_given=scale)]
     got = out.double().cpu()
     if bool((got.isnan() | got.isinf()).any()):
         # A replayed mistake that reproduces the NaN names it (row 0 of a causal mask without
@@ -1996,11 +2029,17 @@ def heads_values(ctx, impl, case):
         knobs["scale"] = scale
     # Non-causal cases leave causal out: its default must be False.
     mask = {"causal": True} if case.causal else {}
-    out = ctx.call(impl.attention_heads, q, k, v, **mask, **knobs,
-                   expect_shape=shape, expect_dtype=case.dtype, expect_contiguous=True)
+    one_head = Case(case, blocks=(16, 16) if "block_m" in knobs else "default")
+    # A call that failed is asked about through attention on head 0 (the same kernel on one
+    # head): the stage-bound probes where the interpreter stopped a read past N.
+    probed = (_failed_call_probed(ctx, impl, one_head, q[0], k[0], v[0], scale) if case.h
+              else contextlib.nullcontext())
+    with probed:
+        out = ctx.call(impl.attention_heads, q, k, v, **mask, **knobs,
+                       expect_shape=shape, expect_dtype=case.dtype, expect_contiguous=True)
     _interpreter_notes(ctx, case.dtype)
     for h in range(case.h):
-        _compare_head(ctx, impl, Case(case, blocks=(16, 16) if "block_m" in knobs else "default"),
+        _compare_head(ctx, impl, one_head,
                       out[h], q[h], k[h], v[h], causal=case.causal, scale_given=scale,
                       name=f"attention_heads(...)[{h}]",
                       extra=[_stride_replays(q, k, v, causal=case.causal,
@@ -2036,20 +2075,21 @@ def forward_configs(ctx, impl, case):
     skipped = []
     for knobs in configs:
         label = f"attention with CONFIGS entry {knobs}"
+        entry = Case(case, blocks=(knobs.get("block_m", 128), knobs.get("block_n", 64)))
         try:
             # Through ctx.call: every entry's output must be fresh memory (no buffer cached
             # across the calls of one shape), inputs unchanged, shape and dtype as promised.
-            out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs, name=label,
-                           expect_shape=(case.n, case.d), expect_dtype=case.dtype,
-                           expect_contiguous=True)
+            with _failed_call_probed(ctx, impl, entry, q, k, v, None):
+                out = ctx.call(impl.attention, q, k, v, causal=case.causal, **knobs,
+                               name=label, expect_shape=(case.n, case.d),
+                               expect_dtype=case.dtype, expect_contiguous=True)
         except CheckFailed as exc:
             if type(exc.__cause__).__name__ == "OutOfResources":
                 skipped.append(knobs)  # does not fit this GPU: the sweep skips it too
                 continue
             raise
-        _compare_head(ctx, impl, Case(case, blocks=(knobs.get("block_m", 128),
-                                                    knobs.get("block_n", 64))),
-                      out, q, k, v, causal=case.causal, scale_given=None, name=label)
+        _compare_head(ctx, impl, entry, out, q, k, v, causal=case.causal, scale_given=None,
+                      name=label)
     ctx.note(f"{len(configs) - len(skipped)} configurations checked")
     if skipped:
         ctx.note(f"{len(skipped)} do not fit this GPU (OutOfResources), e.g. {skipped[0]}")

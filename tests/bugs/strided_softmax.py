@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 from tests.bugs import Bug
 
 # Path B's update of the running sum in its first pass (the line three of these bugs edit).
@@ -303,3 +305,7 @@ BUGS += [
         replace="x = tl.load(x_ptr + i * stride_xi + r * stride_xr, mask=r_ok,",
         check="forward.layouts", hint="load without the row mask", interpreter_only=True),
 ]
+# The same mistake seen by forward.default_dim (softmax(x) with dim left out), which asks the
+# same probe: the planted text is the bug's above, only the check differs.
+BUGS.append(replace(BUGS[-1], name="load_without_row_mask_default_dim",
+                    check="forward.default_dim"))
