@@ -1953,10 +1953,12 @@ def forward_extreme(ctx, impl, case):
                            if case.kind == "huge_scores" else 1.0)
     same = dict(causal=case.causal, scale_used=scale_used, scale_given=scale, rtol=rtol,
                 atol=atol)
+    split_diagnoses = []
     if knobs.get("kv_splits", 1) > 1:
         # As in forward.kv_splits: the split mistakes, then the same call with kv_splits=1,
-        # before the hints that judge by the symptom alone (a wrong last row block, say).
-        same["before_symptoms"] = [
+        # before the hints that judge by the symptom alone (a wrong last row block, say). Not
+        # for NaN: _nan_hint names the merge's mistakes there, which kv_splits=1 would hide.
+        split_diagnoses = [
             *_split_replays(impl, case, q, k, v, scale=scale_used, rtol=rtol, atol=atol),
             _unsplit_probe(impl, case, q, k, v, scale=scale_used, rtol=rtol, atol=atol,
                            scale_given=scale)]
@@ -1972,7 +1974,8 @@ def forward_extreme(ctx, impl, case):
                  f"logits up to {_max_logit(q, k, scale_used):.3g}",
                  hint=hint or _nan_hint(ctx, impl, case, knobs, bad))
     ctx.assert_close(out, expected, name=name, rtol=rtol, atol=atol,
-                     diagnose=_diagnoses(impl, case, q, k, v, **same))
+                     diagnose=_diagnoses(impl, case, q, k, v, **same,
+                                         before_symptoms=split_diagnoses))
 
 
 # ---------------------------------------------------------------------------------------------
