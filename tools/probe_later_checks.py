@@ -1,13 +1,16 @@
 """What every check of a workshop says about planted bugs, not only the check that names them.
 
     python3 tools/probe_later_checks.py WORKSHOP BUG[,BUG...] [--device interpreter|cuda]
+    python3 tools/probe_later_checks.py --compare BEFORE.txt AFTER.txt
 
 The bug zoo (tests/bugs, `python3 -m benchmarks bugzoo`) stops at the first FAIL that carries
 the bug's hint; a learner sees every check's verdict. This plants each named bug (tests.bugs.plant)
 in a temporary folder, runs the whole workshop against it (`python3 -m checks run --impl`, one
 seed for all) and prints, per failing check, how many cases gave each hint (its first 110
 characters). A diagnostic, not evidence: the fifth learner audit's later-check leftovers were
-judged with it.
+judged with it. --compare reads two such outputs (the same bugs and seed, before and after a
+change to the checks) and prints, per bug, the rows that went and the rows that came: a change
+meant to name one mistake in more places must not move another mistake's hints elsewhere.
 """
 
 from __future__ import annotations
@@ -27,7 +30,37 @@ sys.path.insert(0, str(ROOT))
 from tests.bugs import plant  # noqa: E402 - after the path set-up
 
 
+def _rows_by_bug(path: Path) -> dict[str, list[str]]:
+    """An output of this tool: bug name -> its rows (check, cases, hint)."""
+    rows: dict[str, list[str]] = {}
+    bug = None
+    for line in path.read_text().splitlines():
+        if line.startswith("=== "):
+            bug = line.split()[1]
+            rows[bug] = []
+        elif bug and line.strip():
+            rows[bug].append(line)
+    return rows
+
+
+def compare(before: Path, after: Path) -> None:
+    old, new = _rows_by_bug(before), _rows_by_bug(after)
+    changed = 0
+    for bug in (name for name in old if name in new):  # in the order they ran
+        if old[bug] == new[bug]:
+            continue
+        changed += 1
+        print(f"=== {bug}")
+        print("\n".join(f"  - {row.strip()}" for row in old[bug] if row not in new[bug]))
+        print("\n".join(f"  + {row.strip()}" for row in new[bug] if row not in old[bug]))
+    print(f"{len(old.keys() & new.keys())} bugs in both, {changed} changed; only before: "
+          f"{sorted(old.keys() - new.keys())}; only after: {sorted(new.keys() - old.keys())}")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--compare"] and len(sys.argv) == 4:
+        compare(Path(sys.argv[2]), Path(sys.argv[3]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workshop")
     parser.add_argument("bugs", help="comma-separated bug names from tests/bugs/WORKSHOP.py")
