@@ -154,7 +154,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 l_scaled_after_add=False, divide=True, alpha_block_max=False,
                 max_scaled_twice=False, diagonal_in_stage1=False, alpha_scaled_twice=False,
                 den_column_sums=False, left_keys_twice=False, p_old_max=False,
-                alpha_base_e=False, acc_by_column=False, acc_not_carried=False):
+                alpha_base_e=False, acc_by_column=False, acc_not_carried=False,
+                p_base_e=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -199,6 +200,10 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     alpha_base_e: alpha = exp(m_i - m_new) (base e) on maxima in log2 units, p with exp2: in
     natural units alpha = exp((m - m_new) * log2(e)), below the right alpha, so the old terms
     weigh too little.
+    p_base_e: p = exp(s * qk_scale - m_new) (base e) on scores and maxima in log2 units, alpha
+    with exp2: in natural units p = exp((s - m_new) * log2(e)), as if log2(e) were folded
+    twice, but alpha rescales the old terms in the right units. With one key block per row this
+    is softmax(Q K^T * scale * log2(e)) V; where the running max grows across blocks it is not.
     acc_by_column: acc * alpha without [:, None]: the (BLOCK_M,) alpha broadcasts as a row, so
     column c of a row block's acc is scaled by the alpha of the block's c-th row; it compiles
     only where d == block_m (elsewhere this replay gives the right output). The last row
@@ -254,7 +259,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             m_new = torch.maximum(m, block_max)
             # natural units: the same as exp2 in log2 units
             shift = m if p_old_max else m_new * (scale * LOG2E if max_scaled_twice else 1.0)
-            p = torch.exp(s - shift[:, None])
+            p = torch.exp((s - shift[:, None]) * (LOG2E if p_base_e else 1.0))
             alpha = torch.exp((m - (block_max if alpha_block_max else m_new))
                               * (scale * LOG2E if alpha_scaled_twice else
                                  LOG2E if alpha_base_e else 1.0))
@@ -579,6 +584,11 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                max_n=_REPLAY_MAX_N, finite=True, alpha_block_max=True),
         # Before "running max scaled twice in p", which also lets the old terms weigh too
         # little and matched this mistake's output in cases where few rows are wrong.
+        replay("p computed with exp instead of exp2 (exp used with log2-unit scores): s * "
+               "qk_scale - m_new is in log2 units (qk_scale = scale * log2(e)), so p = "
+               "exp2(s * qk_scale - m_new); tl.exp of it weighs each key as if log2(e) were "
+               "folded twice, while alpha's exp2 rescales in the right units",
+               max_n=_REPLAY_MAX_N, p_base_e=True),
         replay("alpha computed with exp instead of exp2: the running maxima are in log2 units "
                "(scores times qk_scale = scale * log2(e)), so alpha = exp2(m_i - m_new), like "
                "p; exp(m_i - m_new) shrinks the old terms too much", max_n=_REPLAY_MAX_N,

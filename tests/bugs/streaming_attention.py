@@ -35,7 +35,7 @@ BUGS = [
         check="forward.extreme", hint="accumulator kept in 16 bits"),
     Bug("exp_instead_of_exp2", find="p = tl.math.exp2(s * qk_scale - m_new[:, None])",
         replace="p = tl.exp(s * qk_scale - m_new[:, None])", check="forward.values",
-        hint="log2(e) folded twice"),
+        hint="exp used with log2-unit scores"),
     Bug("tail_rows_stored",
         find="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)",
         replace="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty))", check="forward.values",
