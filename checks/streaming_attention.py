@@ -584,11 +584,6 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                max_n=_REPLAY_MAX_N, finite=True, alpha_block_max=True),
         # Before "running max scaled twice in p", which also lets the old terms weigh too
         # little and matched this mistake's output in cases where few rows are wrong.
-        replay("p computed with exp instead of exp2 (exp used with log2-unit scores): s * "
-               "qk_scale - m_new is in log2 units (qk_scale = scale * log2(e)), so p = "
-               "exp2(s * qk_scale - m_new); tl.exp of it weighs each key as if log2(e) were "
-               "folded twice, while alpha's exp2 rescales in the right units",
-               max_n=_REPLAY_MAX_N, p_base_e=True),
         replay("alpha computed with exp instead of exp2: the running maxima are in log2 units "
                "(scores times qk_scale = scale * log2(e)), so alpha = exp2(m_i - m_new), like "
                "p; exp(m_i - m_new) shrinks the old terms too much", max_n=_REPLAY_MAX_N,
@@ -654,6 +649,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                 "scale belongs inside the exponent, softmax(Q K^T * scale) V",
                 lambda: scale_used * reference(q, k, v, causal=causal, scale=1.0)),
         scales(scale_mistakes),
+        # After the scale formulas: with one key block per row it is their "log2(e) folded
+        # twice" (which names both mistakes), and with scale = 1 also "scale applied twice".
+        replay("p computed with exp instead of exp2 (exp used with log2-unit scores): s * "
+               "qk_scale - m_new is in log2 units (qk_scale = scale * log2(e)), so p = "
+               "exp2(s * qk_scale - m_new); tl.exp of it weighs each key as if log2(e) were "
+               "folded twice, while alpha's exp2 rescales in the right units",
+               max_n=_REPLAY_MAX_N, p_base_e=True),
         # After the others, and strict: a replay that differs from the reference in a few
         # elements only would match (99% agreement) other mistakes' outputs that are wrong
         # there alone (alpha = 1 at every step, say, where the scale is small).
