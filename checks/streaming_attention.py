@@ -1020,7 +1020,8 @@ def _diagonal_in_stage1(ctx, impl, case, q, k, v, scale):
     return None
 
 
-def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale, beyond=("memory", "zeros")):
+def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale, beyond=("memory", "zeros"),
+                              logit_term=None):
     """The hint for a non-causal call that read keys past N (the interpreter's bounds check
     stopped it) when the unmasked stage 1 ran past the last full key block: attention is called
     again on copies of q, k and v followed by random rows, so the same reads succeed, and the
@@ -1029,16 +1030,16 @@ def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale, beyond=("memory",
     64 in bf16), random keys and values move the output further. Then rows resampled from the
     inputs: under forward.extreme's scales random keys overflow (every logit near -1e38) or
     are rounded apart from their replay (logits near 1e6), and the inputs' own rows are not.
-    None otherwise: e.g. a v load without its mask, whose p = 0 cancels any finite row."""
+    None otherwise: e.g. a v load without its mask, whose p = 0 cancels any finite row.
+    logit_term: the logit size in the replay's tolerance, where the caller's scores are exact
+    (forward.extreme: 1.0, which resampled rows keep exact; near 1e38 the default, the largest
+    |logit|, would accept any output)."""
     n, d = q.shape
     if case.causal or n == 0:
         return None
     scale_used = d ** -0.5 if scale is None else scale
     expected = reference(q, k, v, causal=False, scale=scale_used)
     dtype = str(q.dtype).replace("torch.", "")
-    # forward.extreme's exact scores (all but huge_scores) keep its tolerance free of the logit
-    # size, which near 1e38 would accept any output; resampled rows keep them exact.
-    exact = case.get("kind") not in (None, "huge_scores")
     for rows in ("random", "resampled"):
         padded = _padded(ctx, q, k, v, rows=rows)
         got = _call_on_padded(ctx, impl, case, padded, scale, rows)
@@ -1048,7 +1049,7 @@ def _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale, beyond=("memory",
         for bn in dict.fromkeys(bn for _, bn in _block_candidates(impl, case, n, d, dtype,
                                                                   False)):
             hint = _first_stage_past_n(*padded, scale=scale_used, block_n=bn, dtype=dtype,
-                                       beyond=beyond, max_logit=1.0 if exact else None)(
+                                       beyond=beyond, max_logit=logit_term)(
                 got, expected, None)
             if hint:
                 return hint
@@ -1068,19 +1069,21 @@ def _first_stage_past_n_values(ctx, impl, case, q, k, v, scale):
 
 
 @contextlib.contextmanager
-def _failed_call_probed(ctx, impl, case, q, k, v, scale):
+def _failed_call_probed(ctx, impl, case, q, k, v, scale, logit_term=None):
     """Around a ctx.call of attention on one (N, d) head, for a call that raised:
     - the interpreter's bounds check stopped a load: ask the two stage-bound probes (on copies
       of q, k and v followed by zero or random rows, whose reads then succeed) whether a stage
       ran past its end, and name it;
     - a causal call failed on block shapes: ask the same call without the mask (_causal_shapes).
-    Otherwise, or where no probe names it, the error's own hint stands."""
+    Otherwise, or where no probe names it, the error's own hint stands. logit_term: see
+    _first_stage_past_n_probe."""
     try:
         yield
     except CheckFailed as exc:
         if "out-of-bounds load" in exc.message:
             exc.hint = (_diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
-                        or _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale)
+                        or _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale,
+                                                     logit_term=logit_term)
                         or exc.hint)
         elif case.causal and (exc.hint or "").startswith("block shapes do not"):
             exc.hint = _causal_shapes(impl, case, q, k, v, scale) or exc.hint
@@ -1943,7 +1946,12 @@ def forward_extreme(ctx, impl, case):
         knobs["kv_splits"] = case.splits
     if case.kind != "small_tail":
         v = ctx.randn((case.n, case.d), case.dtype)
-    with _failed_call_probed(ctx, impl, case, q, k, v, scale):
+    # Exact (integer) or equal scores: no logit-size term in the tolerance (see _compare_head),
+    # here and in the probes of a failed call; huge_scores' exact scores give logits that
+    # differ by 1/8 or less (rounding counts).
+    exact_scores = case.kind != "huge_scores"
+    with _failed_call_probed(ctx, impl, case, q, k, v, scale,
+                             logit_term=1.0 if exact_scores else None):
         out = ctx.call(impl.attention, q, k, v, causal=case.causal, scale=scale, **knobs,
                        expect_shape=(case.n, case.d), expect_dtype=case.dtype,
                        expect_contiguous=True)
@@ -1964,10 +1972,7 @@ def forward_extreme(ctx, impl, case):
                                f"{-_max_logit(q, k, 1.0):.3g} (scale {scale:.3g})",
                 "small_tail": "attention with one dominant key and a long tail of weights "
                               "eps / BLOCK_N"}[case.kind]
-    # Exact (integer) or equal scores: no logit-size term in the tolerance (see _compare_head);
-    # huge_scores' exact scores give logits that differ by 1/8 or less (rounding counts).
-    rtol, atol = tolerance(case.dtype, v, _max_logit(q, k, scale_used)
-                           if case.kind == "huge_scores" else 1.0)
+    rtol, atol = tolerance(case.dtype, v, 1.0 if exact_scores else _max_logit(q, k, scale_used))
     same = dict(causal=case.causal, scale_used=scale_used, scale_given=scale, rtol=rtol,
                 atol=atol)
     split_diagnoses = []
