@@ -425,14 +425,14 @@ def _softmax_diagnoses(width: int, x=None, impl=None, launched=None):
     probe = _probe(impl, x) if impl is not None and x is not None else None
     return [
         *([_rows_stored_to_row_zero(x, launched)] if launched is not None else []),
-        *([_shift_sign_flipped(x, probe),
+        *([_shift_sign_flipped(x, probe), _shift_is_mean(x, _probe(impl, x, _MEAN_PROBE_ROWS)),
            _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS))]
           if probe is not None else []),
         *([_row_offset_without_stride(x), _rows_loaded_from_row_zero(x),
            _denominator_sums_z(x, block),
            *([_denominator_sums_exp_x(x, probe)] if probe is not None else []),
            _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x),
-           _multiplied_by_sum(x)]
+           _multiplied_by_sum(x), _logits_scaled(x)]
           if x is not None else []),
         # Padded lanes can only add to the denominator: the rows come out too small. (A row
         # without padding comes out right then: a wrong power-of-two probe is another mistake.)
@@ -500,6 +500,7 @@ def row_softmax_extreme(ctx, impl, case):
     probe = _probe(impl, x)
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
         _rows_stored_to_row_zero(x, launched),
+        _shift_is_mean(x, _probe(impl, x, _MEAN_PROBE_ROWS)),
         _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
         _shift_sign_flipped(x, probe, model_required=False),
         _rows_loaded_from_row_zero(x),
@@ -510,7 +511,8 @@ def row_softmax_extreme(ctx, impl, case):
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
                            if huge and bool(g.isnan().any() | g.isinf().any()) else None),
         _rounded_through_fp16(x),
-        _multiplied_by_sum(x)])
+        _multiplied_by_sum(x),
+        _logits_scaled(x)])
 
 
 def _max_taken_as_zero(x):
@@ -567,6 +569,7 @@ def rows_sum_to_one(ctx, impl, case):
         bad = ~agrees(got, expected, tol.rtol, tol.atol)
         probe = _probe(impl, x)
         for diagnosis in (_shift_sign_flipped(x, probe),
+                          _shift_is_mean(x, _probe(impl, x, _MEAN_PROBE_ROWS)),
                           _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
                           _denominator_sums_exp_x(x, probe), _multiplied_by_sum(x)):
             hint = diagnosis(got, expected, bad)
@@ -980,3 +983,104 @@ def _one_load_first_block(x, y, block: int):
         return None
 
     return diagnose
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnoses from the sixth learner audit (its 02 and 03)
+# ---------------------------------------------------------------------------------------------
+# A power-of-two row whose mean lies far below its max: shifted by the mean (-130), exp(210)
+# overflows float32, while the max shift (and even no shift at all: exp(80) fits) stays finite.
+# Padded with +inf instead of -inf, the row (no padded lane) comes out right: that tells the two
+# apart on ragged rows, where both give all NaN.
+_MEAN_PROBE_ROWS = [[-200.0, -200.0, -200.0, 80.0]]
+
+
+def _mean_shift_replay(x64, block: int):
+    """softmax with z = x - mean over the block's lanes (the padded ones hold -inf, so the
+    mean of a ragged row is -inf), replayed in float64 with float32's range as the kernel
+    computes: exp past float32's largest number is inf, below its smallest 0."""
+    import torch
+
+    f32 = torch.finfo(torch.float32)
+    n_cols = x64.shape[-1]
+    pad = torch.full((*x64.shape[:-1], block - n_cols), -math.inf, dtype=torch.float64)
+    lanes = torch.cat([x64, pad], dim=-1)
+    mean = lanes.sum(dim=-1, keepdim=True) / n_cols
+    numerator = torch.exp(lanes - mean)  # -inf - (-inf) = NaN on a ragged row's padding
+    numerator = torch.where(numerator > f32.max, torch.inf, numerator)
+    numerator = torch.where(numerator < f32.smallest_normal * 2.0 ** -23, 0.0, numerator)
+    return (numerator / numerator.sum(dim=-1, keepdim=True))[..., :n_cols]
+
+
+def _shift_is_mean(x, mean_probe):
+    """Diagnosis: z = x - mean(x) (tl.sum(x) / n_cols) instead of x - max. Softmax does not
+    care which constant is subtracted, so moderate power-of-two rows come out right; a ragged
+    row's mean includes the -inf padding (every output NaN, as a tail padded with +inf gives),
+    and a row whose max lies far above its mean overflows exp. Named only when the case's
+    output is the replay's and the mean probe's output is too (NaN where exp(210) overflowed),
+    which a +inf padding (right on that unpadded row) and a missing shift (exp(80) fits) do
+    not give."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        if x.numel() == 0:
+            return None
+        tol = tolerance_for(x.dtype)
+        width = x.shape[-1]
+        block = 1 << max(width - 1, 0).bit_length()
+        model = _mean_shift_replay(x.detach().cpu().double(), block).to(x.dtype).double()
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        seen = mean_probe()
+        if seen is None:
+            return None
+        p, out = seen
+        replay = _mean_shift_replay(p, p.shape[-1])
+        if (not bool(agrees(out, replay, tol.rtol, tol.atol).all())
+                or bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
+            return None
+        ragged = (f"a row of {width} columns (padded to {block} lanes) averages in the -inf "
+                  "padding, so x - mean = +inf and every output is NaN; "
+                  if width != block else "")
+        return ("shift is the mean, not the max: the output matches z = x - sum(x) / n_cols: "
+                f"{ragged}and even without padding the row [-200, -200, -200, 80] (mean -130) "
+                "overflows exp(210) to inf (inf / inf = NaN). Subtract the row max, "
+                "z = x - tl.max(x, axis=0): every z <= 0, so exp never overflows, and the "
+                "-inf padding never wins the max")
+
+    return diagnose
+
+
+def _logits_scaled(x):
+    """Diagnosis: the output is softmax(c * x) for c = log2(e) (tl.exp of (x - max) * log2 e:
+    the factor that belongs with exp2 used with exp) or c = ln 2 (tl.exp2 of x - max without
+    it), each replayed in float64 and rounded to x's dtype."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        if x.numel() == 0 or x.shape[-1] < 2:
+            return None
+        x64 = x.detach().cpu().double()
+        tol = tolerance_for(x.dtype)
+        for factor, hint in ((1.0 / math.log(2.0), _LOG2E_WITH_EXP_HINT),
+                             (math.log(2.0), _EXP2_WITHOUT_LOG2E_HINT)):
+            model = (x64 * factor).softmax(dim=-1).to(x.dtype).double()
+            if (not bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                    and bool(agrees(got, model, tol.rtol, tol.atol).all())):
+                return hint
+        return None
+
+    return diagnose
+
+
+_LOG2E_WITH_EXP_HINT = (
+    "log2(e) used with exp: the output matches softmax(x * log2 e) = softmax(1.4427 x), as "
+    "tl.exp((x - max) * 1.4426950408889634) gives; the factor log2(e) converts for exp2 "
+    "(tl.exp2(z * log2 e) = exp(z)), so either tl.exp(z) with no factor or tl.exp2 with it")
+_EXP2_WITHOUT_LOG2E_HINT = (
+    "exp2 without log2(e): the output matches softmax(x * ln 2) = softmax(0.6931 x), as "
+    "tl.exp2(x - max) gives; 2^z = exp(z * ln 2), so scale first: tl.exp2(z * "
+    "1.4426950408889634) = exp(z), or use tl.exp(z)")

@@ -203,12 +203,16 @@ def _empty_input_hint(impl, fn_name: str, args, error) -> str:
         if isinstance(row, np.ndarray) and row.dtype.kind == "f" and not np.isfinite(row).any():
             # The identity() branch may be there and never taken: a maximum seeded with 0 is
             # never -inf, and State(0.0, 0.0) is refused.
-            return _from_values_max_zero(impl) or HINT_NO_MASS
+            return _from_values_max_zero(impl) or _from_values_abs_max(impl) or HINT_NO_MASS
         return ""
     empty_state = any(_is_state(impl, a) and getattr(a, "s", None) == 0.0 for a in args)
     if fn_name == "log_sum_exp" and empty_state:
         return HINT_LSE_EMPTY
     if fn_name == "softmax" and empty_state:
+        # A finite x with the empty state: the state came from a row that was not empty.
+        row = np.asarray(args[0]) if args else np.zeros(0)
+        if row.dtype.kind == "f" and np.isfinite(row).any():
+            return _from_values_partial_neg_inf(impl) or ""
         return HINT_SOFTMAX_EMPTY
     return ""
 
@@ -371,6 +375,108 @@ def _from_values_max_zero(impl) -> str | None:
     return None
 
 
+HINT_ABS_MAX = (
+    "m is max(|x|), not max(x): from_values([-1.0] * 8 + [0.5]) must be State(0.5, 1 + "
+    "8 * exp(-1.5)), but m = 1.0, the largest magnitude (a value at -1): m is the largest "
+    "value itself, m = float(np.max(x)); with max(|x|) an all-negative row gets a positive m "
+    "and s < 1 (an impossible state), and a row holding -inf gets m = +inf")
+HINT_SUM_AS_MEAN = (
+    "s is the mean, not the sum: from_values([1000.0, 999.0]) must be State(1000.0, "
+    "1 + exp(-1)), but s = (1 + exp(-1)) / 2, the mean of the terms (off by the count n; "
+    "below 1, so State refuses it unless every value ties with the maximum): "
+    "s = np.sum(np.exp(x - m))")
+HINT_PARTIAL_NEG_INF = (
+    "a row with some -inf entries is not empty: from_values([0.0, -inf]) must be State(0.0, "
+    "1.0), but it is the identity; only a row with no finite value (m = max(x) = -inf) has no "
+    "mass, while each -inf entry just adds exp(-inf) = 0 to s: test m == -inf, not "
+    "np.isinf(x).any()")
+HINT_UNSHIFTED_FACTORS = (
+    "rescale factors without the merged max: merge(State(2, 1), State(1, 1)) must be "
+    "State(2, 1 + exp(-1)), but s = exp(2) + exp(1), what a.s * exp(a.m) + b.s * exp(b.m) "
+    "gives in every probe; each side's factor is exp(own m - merged m) <= 1 (exp(a.m) alone "
+    "overflows past 709 and breaks s >= 1 for negative maxima): "
+    "s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)")
+HINT_LSE_SIGN = (
+    "sign of log(s) flipped: log_sum_exp(State(2.0, 3.0)) must be 2 + ln(3) = 3.0986..., but "
+    "it is 2 - ln(3) = 0.9014...: log(sum(exp(x))) = m + log(sum(exp(x - m))), so add: "
+    "return m + math.log(s)")
+HINT_SOFTMAX_EPS = (
+    "an epsilon in the denominator: softmax([0.0], State(0.0, 1.0)) must be exactly 1.0, but it "
+    "is {got!r} = 1 / (1 + {eps:.3g}), and softmax([0, -1], State(0, 1 + exp(-1))) matches "
+    "exp(x - m) / (s + {eps:.3g}): s >= 1 for every non-empty state (the maximum's own term is "
+    "exp(0) = 1) and the empty state has its own branch, so nothing divides by 0; an epsilon "
+    "only biases every value by eps / s: return np.exp(x - m) / s")
+
+
+def _from_values_abs_max(impl) -> str | None:
+    """HINT_ABS_MAX when from_values of a mostly negative row has m = max(|x|) and the s that
+    shift gives: eight values at -1 keep that wrong state valid (s = 8 exp(-2) + exp(-0.5)
+    >= 1), so it comes back instead of an error. (Its all -inf row gets m = +inf, which State
+    refuses: the probe names the mistake there too.)"""
+    import numpy as np
+
+    row = np.array([-1.0] * 8 + [0.5])
+    try:
+        with strict(underflow=False):
+            got = impl.from_values(row)
+    except Exception:  # noqa: BLE001 - learner code may raise anything
+        return None
+    want = float(np.sum(np.exp(row - 1.0)))
+    if _is_state(impl, got) and got.m == 1.0 and abs(got.s - want) <= 1e-12 * want:
+        return HINT_ABS_MAX
+    return None
+
+
+def _from_values_partial_neg_inf(impl) -> str | None:
+    """HINT_PARTIAL_NEG_INF when from_values([0.0, -inf]) is the identity: a -inf entry carries
+    no mass, but it does not empty the row."""
+    import numpy as np
+
+    try:
+        with strict(underflow=False):
+            got = impl.from_values(np.array([0.0, -math.inf]))
+    except Exception:  # noqa: BLE001 - learner code may raise anything
+        return None
+    if _is_state(impl, got) and _bits(got) == _bits(impl.State(-math.inf, 0.0)):
+        return HINT_PARTIAL_NEG_INF
+    return None
+
+
+def _from_values_mean(impl) -> str | None:
+    """HINT_SUM_AS_MEAN when from_values builds s = mean(exp(x - m)). Below 1 for any row
+    without ties, that s is refused by State's own check before it comes back, so the probe
+    runs from_values with an unchecked State in its module's namespace (restored at once) and
+    reads the pair it built; four tied values (s = 1 against 4) must agree."""
+    import numpy as np
+
+    fn = getattr(impl, "from_values", None)
+    namespace = getattr(fn, "__globals__", None)
+    State = getattr(impl, "State", None)
+    if namespace is None or State is None or namespace.get("State") is not State:
+        return None
+
+    class Unchecked(State):
+        def __post_init__(self):  # the pair as from_values built it, valid or not
+            pass
+
+    built = []
+    namespace["State"] = Unchecked
+    try:
+        for row in (np.array([1000.0, 999.0]), np.full(4, 5.0)):
+            with strict(underflow=False):
+                built.append(fn(row))
+    except Exception:  # noqa: BLE001 - learner code may raise anything: no diagnosis
+        return None
+    finally:
+        namespace["State"] = State
+    e1 = 1.0 + math.exp(-1.0)
+    pairs = [(float(getattr(b, "m", math.nan)), float(getattr(b, "s", math.nan))) for b in built]
+    if (pairs[0][0] == 1000.0 and abs(pairs[0][1] - e1 / 2) <= 1e-12 * e1
+            and pairs[1] == (5.0, 1.0)):
+        return HINT_SUM_AS_MEAN
+    return None
+
+
 def _diagnose(impl) -> str | None:
     """Probe the implementation on hand-checkable inputs; name the first classic mistake found.
 
@@ -429,6 +535,14 @@ def _first_mistake(impl) -> str | None:
     # -1000, whose terms then underflow to s = 0): name it first.
     if getattr(impl, "from_values", None) is not None and _from_values_max_zero(impl):
         return HINT_MAX_ZERO_FROM_VALUES
+    # max(|x|) and a mean for the sum break the shift probes below too (a positive m for the
+    # row near -1000; a refused s < 1): named first, each from its own replay.
+    if getattr(impl, "from_values", None) is not None:
+        hint = _from_values_abs_max(impl) or _from_values_mean(impl)
+        if hint:
+            return hint
+        if _from_values_partial_neg_inf(impl):
+            return HINT_PARTIAL_NEG_INF
     # An arithmetic crash, a wrong maximum or a sum far off (inf, NaN, 0) is the missing shift;
     # a sum right to a few float32 ulps only is a sum taken in float32.
     imprecise = False
@@ -459,6 +573,9 @@ def _first_mistake(impl) -> str | None:
         # m + log1p(s) = m + log(1 + s): one more than the sum inside the log.
         if isinstance(got, float) and abs(got - (2.0 + math.log1p(3.0))) <= 1e-12:
             return HINT_LSE_LOG1P
+        # m - log(s): the sign of the log flipped.
+        if isinstance(got, float) and abs(got - (2.0 - math.log(3.0))) <= 1e-12:
+            return HINT_LSE_SIGN
         if isinstance(got, float) and abs(got - (2.0 + math.log(3.0))) <= 1e-12:
             for m in (-1000.0, 1000.0):
                 state = attempt(State, m, 1.0)
@@ -485,6 +602,24 @@ def _first_mistake(impl) -> str | None:
     # gives 1 + e, and no factor at all gives a.s + b.s = 2 in both orders (in one order only:
     # one side rescaled).
     sums = [got.s for got in (forward, backward) if got is not None and _is_state(impl, got)]
+    # Factors exp(a.m) and exp(b.m), without the merged max: 1 + e on (1, 1) and (0, 1) as the
+    # flipped exponent gives, so a pair of higher maxima tells them apart (e^2 + e against
+    # 1 + e), both replays compared in both orders.
+    higher = (attempt(State, 2.0, 1.0), attempt(State, 1.0, 1.0))
+    if None not in higher:
+        probes = [(pair, attempt(impl.merge, *pair))
+                  for pair in ((high, low), (low, high), higher, higher[::-1])]
+
+        def replays(formula):
+            return all(got is not None and _is_state(impl, got) and got.m == max(a.m, b.m)
+                       and abs(got.s - formula(a, b)) <= 1e-12 * formula(a, b)
+                       for (a, b), got in probes)
+
+        if replays(lambda a, b: a.s * math.exp(a.m) + b.s * math.exp(b.m)):
+            return HINT_UNSHIFTED_FACTORS
+        if replays(lambda a, b: a.s * math.exp(max(a.m, b.m) - a.m)
+                   + b.s * math.exp(max(a.m, b.m) - b.m)):
+            return HINT_RESCALE_SIGN
     if any(abs(s - (1.0 + e)) < 1e-9 for s in sums):
         return HINT_RESCALE_SIGN
     if len(sums) == 2 and all(abs(s - 2.0) < 1e-9 for s in sums):
@@ -544,6 +679,18 @@ def _first_mistake(impl) -> str | None:
             if got is not None and _is_state(impl, got) and got.m == 0.0 \
                     and abs(got.s - want) > 1e-9 * want and abs(got.s - 1.0) <= 1e-12:
                 return HINT_FAR_SIDE
+    # An epsilon added to s: softmax([0.0], State(0, 1)) is 1 / (1 + eps) instead of exactly
+    # 1; the eps read off it must then replay a second probe.
+    if getattr(impl, "softmax", None) is not None:
+        got = attempt(impl.softmax, np.array([0.0]), attempt(State, 0.0, 1.0))
+        if isinstance(got, np.ndarray) and got.shape == (1,) and 0.0 < got[0] < 1.0:
+            eps = 1.0 / float(got[0]) - 1.0
+            row = np.array([0.0, -1.0])
+            second = attempt(impl.softmax, row, attempt(State, 0.0, e1))
+            if (eps < 1e-3 and isinstance(second, np.ndarray) and second.shape == (2,)
+                    and bool(np.allclose(second, np.exp(row) / (e1 + eps), rtol=1e-14,
+                                         atol=0.0))):
+                return HINT_SOFTMAX_EPS.format(got=float(got[0]), eps=eps)
     # softmax in the unshifted form exp(x) / (s * exp(m)): right for moderate values only.
     if getattr(impl, "softmax", None) is not None:
         truth = np.array([1.0, math.exp(-1.0)]) / e1

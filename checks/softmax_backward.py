@@ -249,6 +249,38 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
                     f"tensor (strides {(y.shape[1], 1)}); pass dx.stride(0), dx.stride(1) for dx")
         return None
 
+    def dot_rounded_once(got, exp, bad):
+        # The finished float32 <dy, y> cast to the 16-bit output dtype before the formula:
+        # every row then matches y * (dy - c) to an ulp of dx, c one of the two 16-bit numbers
+        # that bracket the exact dot (round to nearest, or the interpreter's truncation).
+        if y.dtype == torch.float32 or not bool(bad.any()):
+            return None
+        yd, dyd = (y64, dy64) if d == 1 else (y64.t(), dy64.t())
+        g = got if d == 1 else got.t()
+        dot = (dyd * yd).sum(1, keepdim=True)
+        near = dot.to(y.dtype)
+        up = torch.nextafter(near, torch.full_like(near, math.inf)).double()
+        down = torch.nextafter(near, torch.full_like(near, -math.inf)).double()
+        near = near.double()
+        lo, hi = torch.where(near <= dot, near, down), torch.where(near <= dot, up, near)
+        info, eps32 = torch.finfo(y.dtype), torch.finfo(torch.float32).eps
+
+        def fits(c):
+            model = yd * (dyd - c)
+            # one rounding of dx to the output dtype, float32's own in dy - c and the product,
+            # and the spacing of the dtype's subnormals
+            slack = (1.01 * info.eps * model.abs() + 4 * eps32 * yd * (dyd.abs() + c.abs())
+                     + info.smallest_normal * info.eps)
+            return ((g - model).abs() <= slack).all(1)
+
+        if not bool((fits(lo) | fits(hi)).all()):
+            return None
+        name = str(y.dtype).replace("torch.", "")
+        return (f"<dy, y> rounded to {name}: every row matches y * (dy - dot) with the finished "
+                f"dot product rounded to {name} (the output dtype) before the formula, "
+                "e.g. tl.sum(dy * y, axis=1).to(dx_ptr.dtype.element_ty); dy - <dy, y> "
+                "cancels, so keep dot in float32 and round only dx, once, at the store")
+
     def low_precision_dot(got, exp, bad):
         # Undo the formula row by row: implied <dy, y> = dy - dx / y where y is not tiny.
         yd, dyd = (y64, dy64) if d == 1 else (y64.t(), dy64.t())
@@ -285,7 +317,7 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
     return [dot_of_one_tile, missing_dot, sign_flipped, formula_slip, misplaced_parenthesis,
             dot_over_row_block, wrong_dim, *extra,
-            _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot,
+            dot_rounded_once, _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot,
             dy_strides, ragged_tail]
 
 
@@ -452,11 +484,71 @@ def _backward_dropped_dim(impl, y, dy, dim, expected, rtol, atol):
             return None
         if not _close(probe.detach().double().cpu(), expected, rtol / 4, atol / 4):
             return None
-        return ("Softmax.backward dropped the saved dim: x.grad is the VJP over dim -1, yet "
-                f"softmax_backward(y, dy, {dim}) is right for these inputs; call "
-                "softmax_backward(y, dy, ctx.dim)")
+        # y's grad_fn is forward's ctx: what it kept as ctx.dim is readable there.
+        saved = getattr(y.grad_fn, "dim", None)
+        if isinstance(saved, int) and not isinstance(saved, bool) and saved % 2 != dim % 2:
+            return (f"forward saved the wrong dim: Softmax.apply(x, {dim}) kept ctx.dim = "
+                    f"{saved!r}, so backward reduced over dim -1 (x.grad is that VJP, while "
+                    f"softmax_backward(y, dy, {dim}) is right for these inputs); ctx.dim must "
+                    "be the dim given: ctx.dim = dim")
+        return ("Softmax.backward dropped the saved dim (or forward saved the wrong dim: "
+                "ctx.dim must be the dim given): x.grad is the VJP over dim -1, yet "
+                f"softmax_backward(y, dy, {dim}) is right for these inputs; save ctx.dim = dim "
+                "and call softmax_backward(y, dy, ctx.dim)")
 
     return diagnose
+
+
+def _extra_axis_hint(impl, exc) -> str | None:
+    """A store whose value has one more axis than its pointers, the extra one in front:
+    Triton's "Expected pointer argument to have shape [M, M, N] but got [M, N]", read from the
+    error (or the errors under it, where a GPU's CompilationError wraps it). That is a per-row
+    value of shape (BLOCK_M, 1, 1) broadcast against the (BLOCK_M, BLOCK_N) tile; the kernel's
+    source says whether tl.sum(..., keep_dims=True) made it (keep_dims already keeps the axis,
+    so dot[:, None] adds a third)."""
+    import re
+
+    texts, error = [exc.message], exc.__cause__
+    while error is not None and len(texts) < 8:
+        texts.append(str(error))
+        error = error.__cause__ or error.__context__
+    found = re.search(r"Expected (?:pointer|mask) argument to have shape (\[.*)", "\n".join(texts))
+    if not found or " but got " not in found.group(1):
+        return None
+    # Each shape prints as a list (of ints, or of 'constexpr[8]': brackets inside), so read
+    # up to the bracket that closes it.
+    broadcast, _, rest = found.group(1).partition(" but got ")
+    value, pointers = ([int(n) for n in re.findall(r"\d+", _bracketed(part))]
+                       for part in (broadcast, rest))
+    if len(value) != len(pointers) + 1 or value[1:] != pointers or value[0] != pointers[0]:
+        return None
+    shown = (f"the value stored has shape {value}, its pointers {pointers}: a per-row value of "
+             f"shape ({value[0]}, 1, 1) broadcast the ({pointers[0]}, {pointers[1]}) tile to "
+             "three dimensions")
+    try:
+        import inspect
+
+        source = inspect.getsource(impl.softmax_backward_kernel.fn)
+    except Exception:  # noqa: BLE001 - no source to read: the shapes alone
+        source = ""
+    if re.search(r"tl\.sum\([^\n]*keep_dims\s*=\s*True", source):
+        return (f"keep_dims=True and [:, None] both add the row axis: {shown}. "
+                "tl.sum(..., axis=1, keep_dims=True) already returns (BLOCK_M, 1), so "
+                "dot[:, None] makes it (BLOCK_M, 1, 1); use one or the other: drop keep_dims "
+                "(dot is (BLOCK_M,), broadcast with dot[:, None]) or use dot as it is")
+    return (f"a per-row value has an extra axis: {shown}; a (BLOCK_M,) vector needs one "
+            "[:, None] to meet a (BLOCK_M, BLOCK_N) tile, a (BLOCK_M, 1) one (keep_dims=True) "
+            "none")
+
+
+def _bracketed(text: str) -> str:
+    """The list `text` starts with, up to its closing bracket (nested brackets counted)."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth == 0:
+            return text[:i + 1]
+    return text
 
 
 def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=None, extra=(),
@@ -482,8 +574,11 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
         dim0_hint = None
         if left_the_tensors(exc.message) and not knobs:
             dim0_hint = _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol)()
+        axis_hint = _extra_axis_hint(impl, exc)
         if dim0_hint:
             exc.hint = dim0_hint
+        elif axis_hint:
+            exc.hint = axis_hint
         elif ("out-of-bounds load" in exc.message and dy.stride() != y.stride()
                 and not _fits(y.stride(), y.shape, dy_cells, dy.storage_offset())):
             exc.hint = (f"dy's strides taken from y? A load left the tensors' memory in a case "
@@ -975,15 +1070,48 @@ def _saved_tuple_hint(impl, y, dy, dim, error) -> str | None:
     return None
 
 
+def _dy_dtype_hint(impl, y, dy, dim, error) -> str | None:
+    """When Softmax.backward raised exactly what the learner's own softmax_backward raises for
+    dy converted to another dtype (dy.float(), say), while it takes this dy as it comes: the
+    same exception type and message, probed, for the one dtype that reproduces it."""
+    import torch
+
+    if error is None or not isinstance(dy, torch.Tensor):
+        return None
+    try:
+        with torch.no_grad():
+            impl.softmax_backward(y.detach(), dy, dim)
+    except Exception:  # noqa: BLE001 - the launcher refuses this dy itself: not this mistake
+        return None
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        if dtype == dy.dtype:
+            continue
+        try:
+            with torch.no_grad():
+                impl.softmax_backward(y.detach(), dy.to(dtype), dim)
+        except Exception as probe:  # noqa: BLE001 - the probe is meant to raise
+            if type(probe) is type(error) and str(probe) == str(error):
+                name = str(dtype).replace("torch.", "")
+                return (f"Softmax.backward changed dy's dtype: it raised what "
+                        f"softmax_backward(y, dy.to(torch.{name}), dim) raises, while "
+                        f"softmax_backward(y, dy, dim) takes this {str(dy.dtype)[6:]} dy as it "
+                        "comes; autograd hands backward a dy of y's dtype, and the kernel "
+                        "upcasts it to float32 itself: pass dy as it is, "
+                        "softmax_backward(y, dy, ctx.dim)")
+    return None
+
+
 def _call_backward(impl, y, dy, dim, fn, *args, label: str):
     """call_learner(fn, *args) for a call that runs Softmax.backward on y's graph with the
-    upstream gradient dy, naming a tuple ctx.saved_tensors passed on as y when it raises."""
+    upstream gradient dy, naming a tuple ctx.saved_tensors passed on as y, or a dy converted
+    to another dtype, when it raises."""
     from checks.context import call_learner
 
     try:
         return call_learner(fn, *args, label=label)
     except CheckFailed as exc:
-        hint = _saved_tuple_hint(impl, y, dy, dim, exc.__cause__)
+        hint = (_saved_tuple_hint(impl, y, dy, dim, exc.__cause__)
+                or _dy_dtype_hint(impl, y, dy, dim, exc.__cause__) or _extra_axis_hint(impl, exc))
         if hint:
             exc.hint = hint
         raise

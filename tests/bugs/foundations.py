@@ -201,3 +201,20 @@ BUGS += [
         replace="denominator = tl.sum(tl.exp(x), axis=0)", check="row_softmax.values",
         hint="the denominator sums exp(x), not exp(x - max)"),
 ]
+
+BUGS += [
+    # Found by the sixth learner audit (its 02, 03). The shift by the row mean: a ragged row's
+    # mean takes in the -inf padding (all NaN, as a +inf padding gives), and a row far above
+    # its mean overflows exp even without padding.
+    Bug("softmax_shift_by_mean", find="z = x - tl.max(x, axis=0)",
+        replace="z = x - tl.sum(x, axis=0) / n_cols", check="row_softmax.values",
+        hint="shift is the mean, not the max"),
+    # log2(e) with exp instead of exp2: the output is softmax(x * log2 e).
+    Bug("softmax_log2e_with_exp", find="z = x - tl.max(x, axis=0)",
+        replace="z = (x - tl.max(x, axis=0)) * 1.4426950408889634", check="row_softmax.values",
+        hint="log2(e) used with exp"),
+    # ...and its mirror image, exp2 without log2(e): the output is softmax(x * ln 2).
+    Bug("softmax_exp2_without_log2e", find="    numerator = tl.exp(z)\n",
+        replace="    numerator = tl.exp2(z)\n", check="row_softmax.values",
+        hint="exp2 without log2(e)"),
+]

@@ -219,3 +219,33 @@ BUGS += [
         replace="s = a.s * 2.0 ** (a.m - m) + b.s * 2.0 ** (b.m - m)",
         check="merge.far_apart", hint="rescale factors in the wrong base"),
 ]
+
+BUGS += [
+    # Found by the sixth learner audit (its 21-23, 25, 26, 31; each got another mistake's hint or
+    # a generic one): the maximum of the magnitudes for m...
+    Bug("from_values_max_abs", find="m = float(np.max(x))", replace="m = float(np.max(np.abs(x)))",
+        check="identity.laws", hint="m is max(|x|), not max(x)"),
+    # ...merge's factors without the merged max (exp(a.m), which overflows past 709)...
+    Bug("merge_factors_unshifted",
+        find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
+        replace="s = a.s * math.exp(a.m) + b.s * math.exp(b.m)",
+        check="merge.commutative", hint="rescale factors without the merged max"),
+    # ...log_sum_exp subtracting log(s)...
+    Bug("log_sum_exp_sign_flipped", find="    return state.m + math.log(state.s)\n",
+        replace="    return state.m - math.log(state.s)\n",
+        check="log_sum_exp.high_precision", hint="sign of log(s) flipped"),
+    # ...a "safe" epsilon in softmax's denominator (s >= 1 always: it only biases)...
+    Bug("softmax_denominator_epsilon",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp(x - state.m) / (state.s + 1e-12)\n",
+        check="softmax.high_precision", hint="an epsilon in the denominator"),
+    # ...the mean of the terms for s (below 1: State refuses it on any row without ties)...
+    Bug("from_values_mean_for_sum", find="s = float(np.sum(np.exp(x - m)))",
+        replace="s = float(np.mean(np.exp(x - m)))", check="identity.laws",
+        hint="s is the mean, not the sum"),
+    # ...and any -inf entry taken for an empty row (only an all -inf row has no mass).
+    Bug("from_values_any_neg_inf_is_empty",
+        find="    if m == -math.inf:\n        return identity()\n",
+        replace="    if np.isinf(x).any():\n        return identity()\n",
+        check="merge.partitions", hint="a row with some -inf entries is not empty"),
+]

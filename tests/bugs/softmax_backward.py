@@ -200,3 +200,26 @@ BUGS += [
         replace="dx = softmax_backward(y, dy.contiguous(), ctx.dim)", check="autograd.no_dy_copy",
         hint="Softmax.backward copied dy"),
 ]
+
+BUGS += [
+    # Found by the sixth learner audit (its 16-19). forward saved a fixed dim: backward reduces
+    # over -1 whatever dim was given...
+    Bug("forward_saves_dim_minus_one", find="ctx.dim = dim", replace="ctx.dim = -1",
+        check="autograd.softmax_apply", hint="forward saved the wrong dim"),
+    # ...Softmax.backward upcast dy, which softmax_backward refuses (dy must have y's dtype)...
+    Bug("backward_dy_upcast", find="dx = softmax_backward(y, dy, ctx.dim)",
+        replace="dx = softmax_backward(y, dy.float(), ctx.dim)",
+        check="autograd.softmax_apply", hint="Softmax.backward changed dy's dtype"),
+    # ...the finished dot product rounded to the 16-bit output dtype before the formula...
+    Bug("dot_rounded_to_output_dtype",
+        find="dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row",
+        replace="dot = tl.sum(dy * y, axis=1).to(dx_ptr.dtype.element_ty)  # (BLOCK_M,) one dot "
+                "product per row",
+        check="backward.fp32_reduction", hint="<dy, y> rounded to"),
+    # ...and keep_dims=True with dot[:, None]: a (BLOCK_M, 1, 1) dot makes dx 3-D.
+    Bug("dot_keep_dims_and_none",
+        find="dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row",
+        replace="dot = tl.sum(dy * y, axis=1, keep_dims=True)  # (BLOCK_M,) one dot product per "
+                "row",
+        check="backward.values", hint="keep_dims=True and [:, None] both add the row axis"),
+]
