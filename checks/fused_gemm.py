@@ -562,13 +562,32 @@ def _run(ctx, impl, a, b, bias, relu, **knobs):
             raise CheckFailed(exc.message, hint=hint) from exc.__cause__
     unwritten = ctx.never_written(out)
     if unwritten is not None:
-        hint = (_order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
+        hint = (_mask_bound_hint(unwritten)
+                or _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
                 or _unreached_tiles(launched[:1], unwritten))
         if hint:
             shown = ", ".join(f"{name}={value!r}" for name, value in knobs.items())
             raise CheckFailed(f"gemm_bias_relu({shown}): {never_written_line(unwritten)}",
                               hint=hint)
     return out
+
+
+def _mask_bound_hint(unwritten) -> str:
+    """Diagnosis of a call that left the elements `unwritten` unwritten: are they exactly the
+    columns >= M (M < N), as a store mask cols < M leaves them, or the rows >= N (M > N)?"""
+    import torch
+
+    m, n = unwritten.shape
+    mask = unwritten.to("cpu").bool()
+    if m < n and torch.equal(mask, (torch.arange(n) >= m)[None, :].expand(m, n)):
+        which, bound = "columns", "M"
+    elif m > n and torch.equal(mask, (torch.arange(m) >= n)[:, None].expand(m, n)):
+        which, bound = "rows", "N"
+    else:
+        return ""
+    return (f"store mask compares {which} with {bound}: the elements never written are exactly "
+            f"the {which} >= {bound} = {min(m, n)} (C is {m} x {n}); mask rows < M and cols < N: "
+            "c_mask = (rows < M) & (cols < N)")
 
 
 def _unreached_tiles(launched, unwritten) -> str:
@@ -610,11 +629,13 @@ def _unreached_tiles(launched, unwritten) -> str:
             "first_pid_m, group_size_m, pid_m and pid_n)")
 
 
-def _grouped_replay(tm: int, tn: int, group_m: int, group_div: int, band: int):
+def _grouped_replay(tm: int, tn: int, group_m: int, group_div: int, band: int,
+                    band_step: int | None = None):
     """Replay of the grouped order with group_id = tile_id // group_div and local = tile_id %
     band (the reference divides both by num_pid_in_group = GROUP_M * num_pid_n), in Triton's
-    integer arithmetic (// and % truncate toward zero, as in C). Returns (pid_m, pid_n) per tile
-    id of the tm x tn grid, None for a band of no rows (a division by zero)."""
+    integer arithmetic (// and % truncate toward zero, as in C), bands starting band_step tile
+    rows apart (first_pid_m = group_id * band_step; GROUP_M unless given). Returns (pid_m, pid_n)
+    per tile id of the tm x tn grid, None for a band of no rows (a division by zero)."""
 
     def div(x, y):
         q = abs(x) // abs(y)
@@ -622,7 +643,7 @@ def _grouped_replay(tm: int, tn: int, group_m: int, group_div: int, band: int):
 
     pids = []
     for t in range(tm * tn):
-        first = (t // group_div) * group_m
+        first = (t // group_div) * (group_m if band_step is None else band_step)
         size = min(tm - first, group_m)  # negative or 0 past the last band
         local = t % band
         if size == 0:
@@ -657,6 +678,40 @@ def _band_of_num_pid_m(tm: int, tn: int, group_m: int):
     """The order a band counted as num_pid_in_group = GROUP_M * num_pid_m tiles gives (a band
     is GROUP_M tile rows of num_pid_n tiles each): pid per tile id, as _grouped_replay."""
     return _grouped_replay(tm, tn, group_m, group_m * tm, group_m * tm)
+
+
+def _band_start_unscaled(tm: int, tn: int, group_m: int):
+    """The order first_pid_m = group_id (bands one tile row apart instead of GROUP_M) gives:
+    (missed, outside) as _missed_and_outside."""
+    return _missed_and_outside(_grouped_replay(tm, tn, group_m, group_m * tn, group_m * tn, 1),
+                               tm, tn)
+
+
+# Found by the sixth learner audit (B, its 01): the band's first tile row taken as group_id.
+BAND_START_UNSCALED = ("bands start GROUP_M tile rows apart: first_pid_m = group_id * GROUP_M "
+                       "(group_id counts bands, first_pid_m is a tile row)")
+
+
+def _which_band_mistake(ctx, impl, a, b, bias, relu, knobs, grid) -> str:
+    """"start" (first_pid_m = group_id), "band" (num_pid_in_group = GROUP_M * num_pid_m) or
+    "neither" by the same call with the first group_m whose two replays miss different tiles,
+    compared with the tiles that call leaves unwritten; "" when it cannot ask (no such group_m,
+    or the call fails). `grid`: (tm, tn, bm, bn)."""
+    tm, tn, bm, bn = grid
+    for group_m in range(1, min(tm * tn, 17)):
+        start = set(_band_start_unscaled(tm, tn, group_m)[0])
+        band = set(_missed_and_outside(_band_of_num_pid_m(tm, tn, group_m), tm, tn)[0])
+        if start == band:
+            continue
+        try:
+            again = _call(ctx, impl, a, b, bias, relu, dict(knobs, group_m=group_m))
+        except CheckFailed:
+            return ""
+        unwritten = ctx.never_written(again)
+        left = (set() if unwritten is None
+                else {(i // bm, j // bn) for i, j in unwritten.nonzero().tolist()})
+        return "start" if left == start else "band" if left == band else "neither"
+    return ""
 
 
 # Found by the fifth learner audit: a band counted as GROUP_M * num_pid_m tiles.
@@ -704,10 +759,26 @@ def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
 
     missed, outside = _band_by_group_m(tm, tn, group_m)
     explained = explains(missed, outside)
-    # The band counted as GROUP_M * num_pid_m tiles (the same as the right order on a square
-    # tile grid): named only when this replay, and not the one above, explains the failure.
+    # The band's first row taken as group_id (only for tiles left unwritten), and the band
+    # counted as GROUP_M * num_pid_m tiles (the same as the right order on a square tile grid):
+    # each named only when its replay, and not the one above, explains the failure. The two can
+    # miss the same tiles (a 5 x 1 grid with GROUP_M = 4 misses tile (4, 0) both ways): a call
+    # with a group_m where they differ then tells them apart.
+    missed_s, outside_s = _band_start_unscaled(tm, tn, group_m)
+    start_fits = left is not None and not explained and explains(missed_s, outside_s)
     missed_m, outside_m = _missed_and_outside(_band_of_num_pid_m(tm, tn, group_m), tm, tn)
-    if tm != tn and explains(missed_m, outside_m) and not explained:
+    band_fits = tm != tn and explains(missed_m, outside_m) and not explained
+    if start_fits and band_fits:
+        which = _which_band_mistake(ctx, impl, a, b, bias, relu, knobs, (tm, tn, bm, bn))
+        start_fits, band_fits = which in ("start", ""), which in ("band", "")
+    if start_fits:
+        shown = ", ".join(f"({i},{j})" for i, j in missed_s[:6])
+        return (f"grouped index arithmetic: {BAND_START_UNSCALED}. {seen}; replayed, "
+                f"first_pid_m = group_id never computes tiles [(tile row, tile col): {shown}"
+                f"{' ...' if len(missed_s) > 6 else ''}]: exactly the tiles left unwritten"
+                + (" (so does num_pid_in_group = GROUP_M * num_pid_m: check both)"
+                   if band_fits else ""))
+    if band_fits:
         shown = ", ".join(f"({i},{j})" for i, j in missed_m[:6])
         return (f"grouped index arithmetic: {BAND_OF_NUM_PID_M}. {seen}; replayed, "
                 f"num_pid_in_group = GROUP_M * num_pid_m never computes tiles [(tile row, tile "
@@ -840,8 +911,9 @@ def _store_probe(ctx, impl, message: str) -> str:
     b = ctx.randn((k, n), "float16")
     try:
         out = _call(ctx, impl, a, b, None, False, dict(persistent=False))
-    except CheckFailed:
-        return ""
+    except CheckFailed as exc:
+        return (_column_offset_probe(ctx, impl) if any(
+            text in exc.message for text in ("out-of-bounds store", "wrote past the end")) else "")
     if ctx.never_written(out) is not None:
         return ""
     got = out.detach().cpu().double()
@@ -855,6 +927,78 @@ def _store_probe(ctx, impl, message: str) -> str:
     if right == 1.0 and ("out-of-bounds store" in message
                          or "wrote past the end of its output" in message):
         return STORE_MASK_HINT
+    return ""
+
+
+# Found by the sixth learner audit (B, its 06): C's column offset multiplied by stride_cm.
+COLUMN_OFFSET_HINT = ("C's column offset uses the wrong stride: a square probe (M = N = 40) "
+                      "stored past C, while a probe with N = 1 (one column: its offset is 0 "
+                      "whatever multiplies it) stores every element right; columns step by "
+                      "stride_cn: c_ptr + rows * stride_cm + cols * stride_cn (cols * stride_cm "
+                      "runs past C)")
+
+
+def _column_offset_probe(ctx, impl) -> str:
+    """Diagnosis after a square product stored past C: is the column term of C's offset wrong?
+    Asked of the learner's code: the same product with one column (N = 1), where the column
+    offset is 0 whatever it is multiplied by, must come out right."""
+    m, k = 40, 24
+    a = ctx.randn((m, k), "float16")
+    b = ctx.randn((k, 1), "float16")
+    try:
+        out = _call(ctx, impl, a, b, None, False, dict(persistent=False))
+    except CheckFailed:
+        return ""
+    if ctx.never_written(out) is not None:
+        return ""
+    _, rounded, magnitude = _reference(a, b, None, False)
+    if _share_within(out.detach().cpu().double(), rounded, magnitude, k, a.dtype) < 1.0:
+        return ""
+    return COLUMN_OFFSET_HINT
+
+
+# Found by the sixth learner audit (B, its 03 and 04): tl.dot's operands swapped, and one tile
+# left un-upcast under DOT_IN_FP32. Both stop at the tl.dot with Triton's own message.
+DOT_SWAPPED_HINT = ("tl.dot operands swapped: tl.dot(a, b, acc) takes A's tile (BLOCK_M, "
+                    "BLOCK_K) first, then B's (BLOCK_K, BLOCK_N); the call stopped at the "
+                    "tl.dot on its shapes, and a probe with M = N = K = BLOCK_M = BLOCK_N = "
+                    "BLOCK_K = 32 (where tl.dot(b, a) compiles) returns B @ A")
+DOT_DTYPES_HINT = ("tl.dot's operands of different dtypes ({got}): under DOT_IN_FP32 upcast "
+                   "both tiles, a = a.to(tl.float32) and b = b.to(tl.float32), before tl.dot")
+
+
+def _dot_swapped_probe(ctx, impl) -> str:
+    """Diagnosis of a call that stopped at tl.dot on its operands' shapes: are they swapped?
+    Asked of the learner's code: one square 32 x 32 tile and one K step, where tl.dot(b, a)
+    compiles and computes B @ A; named when the output is B @ A and not A @ B."""
+    n = 32
+    a = ctx.randn((n, n), "float16")
+    b = ctx.randn((n, n), "float16")
+    knobs = dict(block_m=n, block_n=n, block_k=n, persistent=False)
+    try:
+        out = _call(ctx, impl, a, b, None, False, knobs)
+    except CheckFailed:
+        return ""
+    got = out.detach().cpu().double()
+    _, rounded, magnitude = _reference(a, b, None, False)
+    _, swapped, swapped_magnitude = _reference(b, a, None, False)
+    if (_share_within(got, swapped, swapped_magnitude, n, a.dtype) == 1.0
+            and _share_within(got, rounded, magnitude, n, a.dtype) < 0.5):
+        return DOT_SWAPPED_HINT
+    return ""
+
+
+def _dot_failure_hint(ctx, impl, message: str) -> str:
+    """The hint for a call that stopped at tl.dot with Triton's message about its operands."""
+    import re
+
+    dtypes = re.search(r"Both operands must be same dtype\. Got (\w+) and (\w+)", message)
+    if dtypes and "fp32" in dtypes.groups() and dtypes.group(1) != dtypes.group(2):
+        return DOT_DTYPES_HINT.format(got=" and ".join(dtypes.groups()))
+    if any(text in message for text in ("accumulator shape is incompatible",
+                                        "not compatible for matmul",
+                                        "must have equal reduction dimensions")):
+        return _dot_swapped_probe(ctx, impl)
     return ""
 
 
@@ -934,6 +1078,10 @@ def _probe_failure(ctx, impl, exc) -> None:
             raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
                               tolerance=exc.tolerance) from exc
         return
+    hint = _dot_failure_hint(ctx, impl, exc.message)
+    if hint:
+        raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
+                          tolerance=exc.tolerance) from exc
     if exc.hint and not exc.hint.startswith(_GENERIC_HINTS):
         return
     hint = (_store_probe(ctx, impl, exc.message) or _k_advance_probe(ctx, impl)

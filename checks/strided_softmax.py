@@ -165,6 +165,10 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         # exp2(x - m) = exp((x - m) * ln 2): the softmax of x * ln 2.
         return _softmax64(x.detach().double().cpu() * math.log(2.0), dim)
 
+    def exp_with_log2e():
+        # tl.exp((x - m) * LOG2E) = e^((x - m) log2 e): the softmax of x * log2(e).
+        return _softmax64(x.detach().double().cpu() * (1.0 / math.log(2.0)), dim)
+
     def stride_ignored():
         strides = list(x.stride())
         strides[d] = 1
@@ -336,6 +340,16 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         shape.append(shape.pop(d))
         return sim.reshape(shape).movedim(-1, d)
 
+    def multiplied_by_s():
+        # exp2((x - m) * LOG2E) * s: the row's sum used as a factor, not a divisor.
+        rows = softmax_rows(x)
+        m = rows.amax(dim=1, keepdim=True)
+        s = (rows - m).exp().sum(dim=1, keepdim=True)
+        sim = (rows - m).exp() * s
+        shape = list(x.shape)
+        shape.append(shape.pop(d))
+        return sim.reshape(shape).movedim(-1, d)
+
     def sums_down_the_tile(got, expected, bad):
         # Path A's one-block tile holds BLOCK_I rows: tl.sum(numerator, axis=0) sums down its
         # columns, so element (i, r) is divided by the sum of exp(x - m) over the rows of i's
@@ -426,6 +440,10 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
                    "tl.exp2(x - m) computes (2^t, not e^t); exp(t) = exp2(t * LOG2E), so "
                    "multiply the shifted logits by LOG2E inside the exp2", exp2_without_log2e,
                    match=(rtol, atol), differ=exact),
+        _simulated("tl.exp with LOG2E: the output matches the softmax of x * log2(e), what "
+                   "tl.exp((x - m) * LOG2E) computes; LOG2E turns e^t into 2^(t * LOG2E), so it "
+                   "goes with tl.exp2: tl.exp2((x - m) * LOG2E), or tl.exp(x - m) without it",
+                   exp_with_log2e, match=(rtol, atol), differ=exact),
         tail_not_masked,
         sums_down_the_tile,
         max_not_broadcast,
@@ -439,6 +457,10 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
                    "s^(1 - log2 e)); log2(s) is already a base-2 exponent, subtract it after "
                    "the multiply: exp2((x - m) * LOG2E - log2_s)", log2_s_inside_log2e,
                    match=(rtol, atol), differ=exact),
+        _simulated("multiplied by s instead of divided: the output matches exp(x - m) * s, "
+                   "each softmax row off by s^2; normalise by dividing, exp(x - m) / s, or "
+                   "subtract log2_s inside the exp2: exp2((x - m) * LOG2E - log2_s)",
+                   multiplied_by_s, match=(rtol, atol), differ=exact),
         wrong_normalizer,
     ]
 
@@ -642,6 +664,106 @@ def _dim0_setup_wrong(impl, x, dim, knobs=None):
     return diagnose
 
 
+def _store_row_stride_ignored(x, dim, unwritten):
+    """A diagnosis from the cells left unwritten: a store at out_rows + r (no * stride_or)
+    writes exactly the cells i * stride_oi + r of the contiguous output, the rest never. Only
+    where stride_or is not 1 (dim=0: the output's stride along a softmax row is its row
+    length), and only when the cells never written are exactly the rest."""
+    import torch
+
+    def diagnose(got=None, expected=None, bad=None):
+        if unwritten is None or x.numel() == 0:
+            return None
+        d = dim % 2
+        stride_oi, stride_or = (1, x.shape[1]) if d == 0 else (x.shape[1], 1)
+        n_i, n_r = x.shape[1 - d], x.shape[d]
+        if stride_or == 1 or n_r < 2:
+            return None
+        cells = (torch.arange(n_i)[:, None] * stride_oi + torch.arange(n_r)[None, :]).reshape(-1)
+        model = torch.ones(x.numel(), dtype=torch.bool)
+        model[cells[cells < x.numel()]] = False
+        if not bool(model.any()) or not torch.equal(unwritten.to("cpu").reshape(-1).bool(), model):
+            return None
+        return (f"output's position offset not multiplied by stride_or: the cells written are "
+                f"exactly i * stride_oi + r (the first {x.numel() - int(model.sum())} of the "
+                f"output), the other {int(model.sum())} never; for dim={dim} the output's stride "
+                f"along a softmax row is stride_or = {stride_or}, not 1: store at "
+                "out_rows + r * stride_or (path A's one block: out_rows + r0 * stride_or)")
+
+    return diagnose
+
+
+def _output_strides_swapped(impl, x, dim, knobs):
+    """A probe for a store past the output on a dim=-1 call: the softmax of a square contiguous
+    q, where an output written with stride_oi and stride_or exchanged stays inside the output
+    and holds softmax(q).t(). Named only when that probe output is exactly the transpose."""
+    from checks.compare import tolerance_for
+
+    if dim % 2 != 1:
+        return ""
+    try:
+        import torch
+
+        gen = torch.Generator().manual_seed(20261203)
+        q = (3.0 * torch.randn((16, 16), generator=gen, dtype=torch.float64)).to(
+            device=x.device, dtype=torch.float32)
+        with torch.no_grad():
+            got_q = impl.softmax(q, -1, **knobs).detach().double().cpu()
+    except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+        return ""
+    tol = tolerance_for(torch.float32)
+    rtol, atol = 4 * tol.rtol, 4 * tol.atol + 1e-7
+    truth = _softmax64(q, -1)
+    if _close(got_q, truth, rtol, atol) or not _close(got_q, truth.t(), rtol, atol):
+        return ""
+    return ("output strides swapped: element (i, r) was stored at i * stride_or + r * stride_oi; "
+            "the probe softmax(q, dim=-1) of a contiguous 16 x 16 q came out as "
+            "softmax(q, dim=-1).t(). For dim=1 (and -1) the output is written row-major: "
+            "stride_oi, stride_or = out_strides = (n_cols, 1)")
+
+
+def _shared_max_probe(impl, x, dim, knobs):
+    """A probe for path B's running max taken over the whole tile (tl.max(x), no axis): one max
+    for every softmax row of a strip, so a row far below another underflows (sum 0: inf, NaN or
+    0 out). Asked of the learner's path B: two rows in one strip, one near 0 and one near -1000,
+    must come out right together when each alone does (a missing max fails it alone too)."""
+    import torch
+
+    from checks.compare import tolerance_for
+
+    gen = torch.Generator().manual_seed(20261204)
+    rows = torch.randn((2, 40), generator=gen, dtype=torch.float64)
+    rows[1] -= 1000.0
+    tol = tolerance_for(torch.float32)
+    rtol, atol = 4 * tol.rtol, 4 * tol.atol + 1e-7
+    probe_knobs = {k: v for k, v in knobs.items() if k == "block_r"}
+
+    def right_rows(t) -> list[bool]:
+        # (positions, rows) contiguous, transposed: a softmax row's elements are a column apart,
+        # the layout path B reads
+        q = t.t().contiguous().t().to(device=x.device, dtype=torch.float32)
+        with torch.no_grad():
+            got = impl.softmax(q, -1, path="B", **probe_knobs).detach().double().cpu()
+        truth = _softmax64(q, -1)
+        return [_close(got[r], truth[r], rtol, atol) for r in range(t.shape[0])]
+
+    def diagnose(got=None, expected=None, bad=None):
+        try:
+            together = right_rows(rows)
+            alone = [right_rows(rows[r:r + 1])[0] for r in range(2)]
+        except Exception:  # noqa: BLE001 - the probe fails: no diagnosis from it
+            return None
+        if together != [True, False] or not all(alone):
+            return None
+        return ("running max shared by the whole tile: path B's probe of two softmax rows in one "
+                "strip, one near 0 and one near -1000, breaks the second (each row alone is "
+                "right): tl.max(x) without an axis takes one max over every row of the tile, so "
+                "exp(x - m) of a row far below it underflows to 0. Reduce along the positions "
+                "only, tl.max(x, axis=0): one running max per softmax row")
+
+    return diagnose
+
+
 def _require_regions(ctx, impl, x, dim=-1, **knobs) -> None:
     """Stop the case as TODO when softmax(x, dim, **knobs) would run an exercise region that is
     still open, asking the implementation's own `plan` (filled before any check runs) which
@@ -705,7 +827,13 @@ def _call_once(ctx, impl, x, dim, **knobs):
             raise
         # Under the interpreter an address past every tensor stops the kernel cleanly; on this
         # workshop a store past the output means output strides taken from somewhere else.
-        if "out-of-bounds store" in exc.message and tuple(x.stride()) == (x.shape[1], 1):
+        # (the interpreter's bounds check, or on a GPU the tail guard behind the output)
+        swapped = (any(text in exc.message for text in ("out-of-bounds store",
+                                                        "wrote past the end"))
+                   and _output_strides_swapped(impl, x, dim, knobs))
+        if swapped:
+            exc.hint = swapped
+        elif "out-of-bounds store" in exc.message and tuple(x.stride()) == (x.shape[1], 1):
             # x has the output's own strides: taking them cannot be the cause
             exc.hint = ("store not masked (or a wrong offset): a store reached past the end "
                         "of the output; mask it with the row mask and the position mask "
@@ -791,9 +919,10 @@ def _compare(ctx, x, dim, out, extra=(), minus_inf_probe=None):
             f"storage offset {x.storage_offset()}")
     launched, impl = _launched_for(out)
     probe = None if impl is None else _column_max_probe(impl, x.device)
+    unwritten = ctx.never_written(out)
     ctx.assert_close(out, _softmax64(x, dim), name=name, diagnose=[
-        *extra, *_walk_diagnoses(x, dim, launched),
-        *diagnoses(x, dim, ctx.never_written(out), minus_inf_probe, launched, probe)])
+        _store_row_stride_ignored(x, dim, unwritten), *extra, *_walk_diagnoses(x, dim, launched),
+        *diagnoses(x, dim, unwritten, minus_inf_probe, launched, probe)])
 
 
 def _walk_diagnoses(x, dim, launched):
@@ -850,6 +979,8 @@ def forward_default_dim(ctx, impl, case):
     except CheckFailed as exc:
         if "out-of-bounds load" in exc.message:  # the same read as forward.layouts' first case
             exc.hint = _load_without_row_mask(impl, x, -1, {}) or exc.hint
+        elif "out-of-bounds store" in exc.message:  # and the same store
+            exc.hint = _output_strides_swapped(impl, x, -1, {}) or exc.hint
         raise
 
     def over_dim0(got, expected, bad):
@@ -1368,7 +1499,8 @@ def forward_extreme(ctx, impl, case):
         per_split = (math.ceil(math.ceil(n_r / splits) / case.block_r) * case.block_r
                      if splits > 1 else 0)
         extra = _first_pass_wrong(x, dim, case.block_r, per_split, probe)
-    _compare(ctx, x, dim, out, [*extra, _dim0_setup_wrong(impl, x, dim, knobs)], probe)
+    _compare(ctx, x, dim, out, [*extra, _dim0_setup_wrong(impl, x, dim, knobs),
+                                _shared_max_probe(impl, x, dim, knobs)], probe)
     _knobs_ignored(launched, dim, knobs)
 
 

@@ -1,6 +1,8 @@
 """Planted bugs for the fused GEMM workshop: one-line substitutions on references/fused_gemm.py,
 each caught by the named check with a hint naming the mistake."""
 
+from dataclasses import replace
+
 from tests.bugs import Bug
 
 BUGS = [
@@ -295,4 +297,33 @@ BUGS += [
     Bug("a_k_mask_wrong_axis", find="a = tl.load(a_ptrs, mask=k_mask[None, :], other=0.0)",
         replace="a = tl.load(a_ptrs, mask=k_mask[:, None], other=0.0)", check="forward.ragged",
         hint="a mask broadcast along the wrong axis"),
+    # The sixth learner audit's 01 (B): the band's first tile row taken as group_id (knobs.group_m
+    # named the grouped order; knobs.blocks named num_pid_in_group, whose replay misses the same
+    # tile on a 5 x 1 grid).
+    Bug("band_start_unscaled", find="first_pid_m = group_id * GROUP_M",
+        replace="first_pid_m = group_id", check="knobs.group_m",
+        hint="first_pid_m = group_id * GROUP_M"),
+    # Its 03: tl.dot's operands swapped (the hint was the interpreter's "the kernel failed").
+    Bug("dot_operands_swapped", find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc = tl.dot(b, a, acc)  # float32 accumulation\n", check="forward.ragged",
+        hint="tl.dot operands swapped"),
+    # Its 04: only A upcast under DOT_IN_FP32 (the interpreter's bf16 branch, never on a GPU).
+    Bug("dot_b_not_upcast",
+        find="            a = a.to(tl.float32)\n            b = b.to(tl.float32)\n",
+        replace="            a = a.to(tl.float32)\n", check="forward.ragged",
+        hint="tl.dot's operands of different dtypes", interpreter_only=True),
+    # Its 06: C's column offset multiplied by stride_cm (the hint was the generic "tail not
+    # masked (or a wrong offset or stride)").
+    Bug("store_cols_by_stride_cm",
+        find="tl.store(c_ptr + rows * stride_cm + cols * stride_cn, c, mask=c_mask)",
+        replace="tl.store(c_ptr + rows * stride_cm + cols * stride_cm, c, mask=c_mask)",
+        check="forward.ragged", hint="C's column offset uses the wrong stride"),
+    # Its 07: the store mask compares the columns with M (the hint was "output never written").
+    Bug("store_mask_cols_by_m", find="    c_mask = (rows < M) & (cols < N)",
+        replace="    c_mask = (rows < M) & (cols < M)", check="forward.ragged",
+        hint="store mask compares columns with M"),
 ]
+# The band mistake seen by knobs.blocks, whose num_pid_in_group replay missed the same tile on a
+# 5 x 1 grid: the planted text is the bug's above, only the check differs.
+BUGS.append(replace(next(bug for bug in BUGS if bug.name == "band_start_unscaled"),
+                    name="band_start_unscaled_blocks", check="knobs.blocks"))

@@ -307,5 +307,33 @@ BUGS += [
 ]
 # The same mistake seen by forward.default_dim (softmax(x) with dim left out), which asks the
 # same probe: the planted text is the bug's above, only the check differs.
-BUGS.append(replace(BUGS[-1], name="load_without_row_mask_default_dim",
-                    check="forward.default_dim"))
+BUGS.append(replace(next(bug for bug in BUGS if bug.name == "load_without_row_mask"),
+                    name="load_without_row_mask_default_dim", check="forward.default_dim"))
+
+BUGS += [
+    # The sixth learner audit's 07 (A): path A's one-block store without * stride_or (right for dim=1,
+    # where stride_or is 1; the hint blamed the dim=0 plan, whose path B runs right).
+    Bug("along_store_without_stride_or",
+        find="tl.store(out_rows + r0 * stride_or, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)",
+        replace="tl.store(out_rows + r0, y.to(out_ptr.dtype.element_ty), mask=i_ok & r_ok)",
+        check="forward.layouts", hint="position offset not multiplied by stride_or"),
+    # Its 08: path B's running max over the whole tile (tl.max(x), no axis): exact until a row
+    # lies far below another of its strip (the hint was "missing max subtraction").
+    Bug("across_max_over_whole_tile", find="m_new = tl.maximum(m, tl.max(x, axis=0))",
+        replace="m_new = tl.maximum(m, tl.max(x))", check="forward.extreme",
+        hint="running max shared by the whole tile"),
+    # Its 10: tl.exp of the LOG2E product: the softmax of x * log2(e) (no hint).
+    Bug("along_exp_with_log2e", find="numerator = tl.exp2((x - m[:, None]) * LOG2E)",
+        replace="numerator = tl.exp((x - m[:, None]) * LOG2E)", check="forward.layouts",
+        hint="tl.exp with LOG2E"),
+    # Its 12: the dim=1 plan's output strides swapped (the hint was "store not masked").
+    Bug("dim1_output_strides_swapped",
+        find="        stride_xi, stride_xr = x_strides\n        stride_oi, stride_or = out_strides",
+        replace="        stride_xi, stride_xr = x_strides\n        stride_or, stride_oi = out_strides",
+        check="forward.layouts", hint="output strides swapped"),
+    # Its 27: path B's normalize multiplies by s instead of dividing (each row off by s^2).
+    Bug("normalize_multiplied_by_s",
+        find="y = tl.exp2((x - m[None, :]) * LOG2E - log2_s[None, :])",
+        replace="y = tl.exp2((x - m[None, :]) * LOG2E) * s[None, :]", check="forward.paths",
+        hint="multiplied by s instead of divided"),
+]
