@@ -217,6 +217,45 @@ HINT_LN_S_IN_EXP2 = ("ln(s_row) subtracted inside exp2: exp2(t * log2(e) - ln(s_
                      "by 2^ln(s_row) = s_row^0.693, not by s_row (the exponent is in base-2 "
                      "units, ln is not); subtract log2(s_row) (tl.log2) there, or multiply by "
                      "1 / s_row")
+# exp2(t - m * log2(e)) for exp2((t - m) * log2(e)): `*` binds tighter than `-`, so log2(e)
+# multiplies the maximum alone and each term is 2^t / e^m = exp(t ln 2 - m) (a learner audit's
+# 08, 09, 10: silent in each stage).
+HINT_LOG2E_ON_MAX = ("log2(e) multiplies the max alone{where}: exp2({t} - {m} * log2(e)) is "
+                     "exp({t} * ln 2 - {m}), since * binds tighter than -; parenthesise the "
+                     "difference: exp2(({t} - {m}) * log2(e))")
+LOG2E_ON_MAX_TERMS = {"partial_stats": ("x", "m"), "merge_stats": ("m_c", "m_row"),
+                      "normalize": ("x", "m_row")}
+
+
+def _log2e_on_max_hint(stage: str) -> str:
+    t, m = LOG2E_ON_MAX_TERMS[stage]
+    where = " in merge_stats' rescale factor" if stage == "merge_stats" else f" in {stage}"
+    return HINT_LOG2E_ON_MAX.format(where=where, t=t, m=m)
+
+
+# tl.max for tl.sum in partial_stats: the largest term, exp(m - m) = 1, is all that is left (the
+# audit's 11; stats.pipeline then took it for a merge that leaves the sums out).
+HINT_MAX_FOR_SUM = ("every partial s is 1: tl.max where tl.sum belongs in partial_stats; s is "
+                    "exactly the largest term exp(m - m) = 1 of each chunk, not the sum of its "
+                    "terms: s = tl.sum(tl.exp2((x - m) * log2(e)), axis=0)")
+# The merge's factor applied to what was already added, not to the chunk's own sum (the audit's
+# 13). With one loop step it is the plain sum of the s_c (s_acc starts at 0), which is why a
+# probe with two loop steps tells it from "partial denominators not rescaled".
+HINT_RUNNING_SUM_RESCALED = ("the factor went on the running sum s_acc instead of the chunk's s: "
+                             "s_acc = s_acc * exp(m_c - m_row) + s_c adds each chunk's s_c "
+                             "unscaled (with one loop step the plain sum of the s_c) and shrinks "
+                             "what earlier loop steps added; rescale the chunk's own sum: "
+                             "s_acc += s * exp2((m - m_row) * log2(e))")
+STAGE_NAMES = ("partial_stats", "merge_stats", "normalize")
+
+
+def _stage_named(hint: str) -> str | None:
+    """The stage a hint blames (the first stage name in it), or None where it blames several
+    or none (every stage, "this input cannot tell which")."""
+    if "in every stage" in hint or "cannot tell" in hint:
+        return None
+    at = [(hint.find(stage), stage) for stage in STAGE_NAMES if stage in hint]
+    return min(at)[1] if at else None
 
 
 def _merge64(m, s):
@@ -241,6 +280,32 @@ def _log2e_outside_merge(m, s):
     m_row = m.amax(dim=1, keepdim=True)
     shift = torch.where(torch.isinf(m_row), torch.zeros_like(m_row), m_row)
     return LOG2E * (s * torch.exp(LN2 * (m - shift))).sum(dim=1)
+
+
+def _log2e_on_max_partial(x64, chunk: int):
+    """(M, C) partial sums of exp2(x - m * log2(e)) = sum exp(x ln 2 - m) (HINT_LOG2E_ON_MAX)."""
+    return _chunk_stats64(x64, chunk, LN2, shift_factor=LOG2E)[1]
+
+
+def _max_for_sum_partial(x64, chunk: int):
+    """(M, C) partial "sums" reduced with tl.max: 1 for a chunk with a finite maximum (its
+    largest term is exp(0)), 0 for a chunk of only -inf (HINT_MAX_FOR_SUM)."""
+    import torch
+
+    m = _chunk_tiles(x64, chunk).amax(dim=2)
+    return torch.where(m == float("-inf"), torch.zeros_like(m), torch.ones_like(m))
+
+
+def _log2e_on_max_merge(m, s):
+    """(M,) merged sums with the rescale factor exp2(m_c - m_row * log2(e)):
+    sum_c s_c * exp(m_c ln 2 - m_row); inf where float32 overflows, as the kernel's sum does."""
+    import torch
+
+    m_row = m.amax(dim=1, keepdim=True)
+    shift = torch.where(torch.isinf(m_row), torch.zeros_like(m_row), m_row)
+    total = (s * torch.exp(LN2 * m - shift)).sum(dim=1)
+    too_big = total > torch.finfo(torch.float32).max
+    return torch.where(too_big, torch.full_like(total, float("inf")), total)
 
 
 def _block_max_merge(m, s):
@@ -286,6 +351,14 @@ def _mistake_models(x64, chunk: int, *, merge: bool = True):
                        torch.exp(x64 - m_row) / _merge64(m, s_outside)[:, None]))
         models.append((HINT_LOG2E_OUTSIDE.format(where=" in merge_stats' rescale factor"),
                        torch.exp(x64 - m_row) / _log2e_outside_merge(m, s)[:, None]))
+        # log2(e) on the maximum alone in partial_stats or in the merge; tl.max for tl.sum
+        numerator = torch.exp(x64 - m_row)
+        models.append((_log2e_on_max_hint("partial_stats"),
+                       numerator / _merge64(m, _log2e_on_max_partial(x64, chunk))[:, None]))
+        models.append((_log2e_on_max_hint("merge_stats"),
+                       numerator / _log2e_on_max_merge(m, s)[:, None]))
+        models.append((HINT_MAX_FOR_SUM,
+                       numerator / _merge64(m, _max_for_sum_partial(x64, chunk))[:, None]))
     if m.shape[1] > 1 and merge:
         models.append((
             "partial denominators not rescaled: merge_stats added the chunks' sums s_c as they "
@@ -328,6 +401,7 @@ def _exponent_models(x64, *, merge: bool = True):
     models.append((HINT_SHIFT_NO_LOG2E.format(where=" in normalize"),
                    torch.exp(x64 - LN2 * m_row) / s_row))
     models.append((HINT_NORMALIZE_NO_SHIFT, torch.exp(x64) / s_row))
+    models.append((_log2e_on_max_hint("normalize"), torch.exp(LN2 * x64 - m_row) / s_row))
     models.append((HINT_LN_S_IN_EXP2, torch.exp(t) / s_row ** LN2))
     return models
 
@@ -390,6 +464,73 @@ def _another_rows_stats(x64, chunk: int | None, got, bad, dtype: str) -> bool:
     return bool(wrong_rows)
 
 
+def _first_wrong_stage(impl, x, chunk: int) -> str | None:
+    """Which stage is wrong on x, asked of the learner's stages one at a time: partial_stats
+    against float64 (as stats.partial judges it), then merge_stats given the right states (as
+    stats.merge judges it), else normalize. None where a stage raises."""
+    x64 = x.detach().cpu().double()
+    m64, s64 = _chunk_stats64(x64, chunk)
+    probe = _partial_probe(impl, x, chunk)
+    wrong = None if probe is None else _stats_wrong(*probe, m64, s64)
+    if wrong is None:
+        return None
+    if bool(wrong.any()):
+        return "partial_stats"
+    m32, s32 = m64.float(), s64.float()
+    try:
+        m_row, s_row = impl.merge_stats(m32.to(x.device), s32.to(x.device))
+        m_row, s_row = m_row.detach().cpu().double(), s_row.detach().cpu().double()
+    except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+        return None
+    right_s = _merge64(m32.double(), s32.double())
+    if (m_row.shape != right_s.shape or s_row.shape != right_s.shape
+            or not bool((m_row == m32.double().amax(dim=1)).all())
+            or not bool(((s_row - right_s).abs() <= STAT_RTOL * right_s.abs()).all())):
+        return "merge_stats"
+    return "normalize"
+
+
+def _running_sum_probe(impl, device):
+    """Diagnosis: is the merge's factor applied to the running sum (HINT_RUNNING_SUM_RESCALED)?
+    Asked of the learner's merge_stats: one row of 2 * MERGE_BLOCK_C_MAX states, s = 1, m = 0
+    for chunk 0, -1 for the rest of the first half, -2 for the second half. A loop over blocks
+    of B lanes with that mistake gives, per lane, acc = acc * exp(m_c - m_row) + s_c over its
+    steps (n is a multiple of every B tried: no padded lane); named when the output is that for
+    some B with at least two steps (with one step it is the plain sum: no_rescale's)."""
+    import math
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        n = 2 * MERGE_BLOCK_C_MAX
+        m_values = [0.0] + [-1.0] * (n // 2 - 1) + [-2.0] * (n // 2)
+        try:
+            m_row, s_row = impl.merge_stats(
+                torch.tensor([m_values], dtype=torch.float32, device=device),
+                torch.ones((1, n), dtype=torch.float32, device=device))
+            merged = (float(m_row[0]), float(s_row[0]))
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        if merged[0] != 0.0:
+            return None
+        right = sum(math.exp(m) for m in m_values)
+        lanes = 2
+        while lanes < n:
+            model = 0.0  # n is a multiple of lanes: no padded lane; m_row = 0
+            for lane in range(lanes):
+                acc = 0.0
+                for c in range(lane, n, lanes):
+                    acc = acc * math.exp(m_values[c]) + 1.0
+                model += acc
+            if abs(model - right) > 100 * STAT_RTOL * right and (
+                    abs(merged[1] - model) <= STAT_RTOL * model):
+                return HINT_RUNNING_SUM_RESCALED
+            lanes *= 2
+        return None
+
+    return diagnose
+
+
 def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = True):
     """Diagnoses for split_softmax / normalize outputs on input `x` (merge=False: `normalize`
     alone, given correct statistics, so neither the merge nor the partial sums can be wrong)."""
@@ -414,6 +555,15 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
         ties = [fit for fit in fits if _close(fit[3].to(getattr(torch, dtype)).double(),
                                               stored, dtype)]
         hints = [fit[2] for fit in sorted(ties, key=lambda fit: fit[1])]
+        # Tied models that blame different stages (a 1 x 1 input: several mistakes give the
+        # same single value): ask the learner's stages which one is wrong.
+        if merge and chunk is not None and len({_stage_named(h) for h in hints} - {None}) > 1:
+            stage = _first_wrong_stage(impl, x, chunk)
+            if stage is not None:
+                hints = [h for h in hints if _stage_named(h) in (stage, None)] or hints
+        if hints[0].startswith("partial denominators not rescaled"):
+            # also what the factor on the running sum gives while one loop step holds every chunk
+            hints[0] = _running_sum_probe(impl, x.device)(got, expected, bad) or hints[0]
         outside = [h for h in hints if h.startswith("log2(e) outside exp2")]
         if len(outside) > 1:
             return HINT_LOG2E_OUTSIDE.format(
@@ -563,9 +713,15 @@ def stats_partial(ctx, impl, case):
         _chunk_minimum(x, case.chunk), tail_hint])
     ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
         lambda g, e, bad: (HINT_MASKED_NAN if bool((m64.isinf() & g.isnan()).any()) else None),
-        _log2e_outside_sums(x, case.chunk), tail_hint, _shift_without_log2e(x, case.chunk),
-        _unshifted_sums(x, case.chunk),
-        _wrong_base_sums(x, case.chunk), _shift_clamped_at_zero(x, case.chunk)])
+        _log2e_outside_sums(x, case.chunk), tail_hint] + _partial_sum_diagnoses(x, case.chunk))
+
+
+def _partial_sum_diagnoses(x, chunk: int):
+    """The models of a wrong partial sum s on input x (stats.partial; stats.pipeline asks them
+    of the states it merged)."""
+    return [_shift_without_log2e(x, chunk), _unshifted_sums(x, chunk), _wrong_base_sums(x, chunk),
+            _shift_clamped_at_zero(x, chunk), _log2e_on_max_sums(x, chunk),
+            _max_for_sum_sums(x, chunk)]
 
 
 HINT_NOT_SHIFTED = ("sum not shifted by the chunk max: s should sum exp(x - m), every term <= 1 "
@@ -644,6 +800,37 @@ def _log2e_outside_sums(x, chunk: int):
     def diagnose(got, expected, bad):
         if _close(got, _log2e_outside_partial(x64, chunk), "float32", rtol=STAT_RTOL):
             return HINT_LOG2E_OUTSIDE.format(where=" in partial_stats")
+        return None
+
+    return diagnose
+
+
+def _log2e_on_max_sums(x, chunk: int):
+    """Diagnosis: the partial sums are those of exp2(x - m * log2(e)) (HINT_LOG2E_ON_MAX)."""
+    x64 = x.detach().cpu().double()
+
+    # The kernel's exponent x - m * log2(e) is rounded in float32 before exp2: with values near
+    # -200 (the masked_chunk case) that alone is ~1e-5 of each term, as much as STAT_RTOL.
+    finite = x64[x64.isfinite()]
+    big = float(finite.abs().max()) if finite.numel() else 0.0
+    rtol = STAT_RTOL + 4 * 2.0**-23 * LOG2E * big
+
+    def diagnose(got, expected, bad):
+        if _close(got, _log2e_on_max_partial(x64, chunk), "float32", rtol=rtol):
+            return _log2e_on_max_hint("partial_stats")
+        return None
+
+    return diagnose
+
+
+def _max_for_sum_sums(x, chunk: int):
+    """Diagnosis: every partial sum is its chunk's largest term, 1 (HINT_MAX_FOR_SUM). A wrong
+    s is then 1 where the right one is larger: the chunk held more than one finite term."""
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        if bool((got == _max_for_sum_partial(x64, chunk)).all()):
+            return HINT_MAX_FOR_SUM
         return None
 
     return diagnose
@@ -885,7 +1072,8 @@ def stats_merge(ctx, impl, case):
             raise
         raise CheckFailed(exc.message, hint=strides_mixed() or HINT_MERGE_OUTSIDE) from exc
     diagnose = ([strides_mixed, _lane_past_the_row(m_in, m32.double()),
-                 _per_lane_probe(ctx, impl), _merge_pad_probe(ctx, impl, nan_only=False)]
+                 _per_lane_probe(ctx, impl), _merge_pad_probe(ctx, impl, nan_only=False),
+                 _running_sum_probe(impl, ctx.torch_device)]
                 + _merge_diagnoses(m32.double(), s32.double())
                 + [_inverted_probe(ctx, impl, nan_only=False)])
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
@@ -980,6 +1168,15 @@ def _merge_diagnoses(m64, s64):
             return HINT_LOG2E_OUTSIDE.format(where=" in merge_stats' rescale factor")
         return None
 
+    def log2e_on_max(got, expected, bad):
+        # s_acc += s * exp2(m - m_row * log2(e)): each factor is exp(m_c ln 2 - m_row)
+        if got.shape != expected.shape:
+            return None
+        model = _log2e_on_max_merge(m64, s64)
+        if bool(model[bad].isfinite().any()) and _close(got, model, "float32", rtol=STAT_RTOL):
+            return _log2e_on_max_hint("merge_stats")
+        return None
+
     def block_max(got, expected, bad):
         # each loop block rescaled to its own maximum (tl.max(m) of the block), not to m_row:
         # right while one block holds every chunk, wrong past it
@@ -1037,7 +1234,7 @@ def _merge_diagnoses(m64, s64):
         return None
 
     return [no_rescale, inverted, sums_left_out, overwritten, log2e_outside, block_max,
-            other_row, wrong_base, reduced_into_lanes]
+            other_row, wrong_base, reduced_into_lanes, log2e_on_max]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1080,8 +1277,23 @@ def stats_pipeline(ctx, impl, case):
                 where=" in partial_stats or in merge_stats (this input cannot tell which)")
         return HINT_LOG2E_OUTSIDE.format(where=" in partial_stats")
 
-    diagnose = ([partial_log2e_outside] + _merge_diagnoses(m64, s64)
-                + [_inverted_probe(ctx, impl, nan_only=True)])
+    def partial_stage(got, expected, bad):
+        # The partial states this check merged, judged as stats.partial judges them: when they
+        # are wrong the merge is not to blame (tl.max for tl.sum there gives what a merge that
+        # leaves the sums out gives), and stats.partial's diagnoses name the mistake.
+        wrong = _stats_wrong(m.detach().cpu().double(), s.detach().cpu().double(), m64, s64)
+        if wrong is None or not bool(wrong.any()):
+            return None
+        s_got = s.detach().cpu().double()
+        s_bad = ~((s_got - s64).abs() <= STAT_RTOL * s64.abs())
+        for diagnosis in _partial_sum_diagnoses(x, case.chunk):
+            hint = diagnosis(s_got, s64, s_bad)
+            if hint:
+                return hint
+        return None
+
+    diagnose = ([partial_log2e_outside, partial_stage, _running_sum_probe(impl, ctx.torch_device)]
+                + _merge_diagnoses(m64, s64) + [_inverted_probe(ctx, impl, nan_only=True)])
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
     ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
@@ -1518,6 +1730,31 @@ def _shift_guard_probe(ctx, impl):
     return diagnose
 
 
+def _partial_benign_probe(ctx, impl):
+    """Diagnosis: partial_stats on a small benign input (2 rows of 16 float32 values in [-3, 3],
+    chunks of 4), judged by stats.partial's models of a wrong sum. For extreme inputs, where a
+    wrong exponent makes every sum 0 or inf and no model there tells one mistake from another."""
+
+    def diagnose(got, expected, bad):
+        torch = ctx.torch
+        x = (torch.linspace(-3.0, 3.0, 32, dtype=torch.float64).reshape(2, 16) ** 3 / 9).float()
+        probe = _partial_probe(impl, x.to(ctx.torch_device), 4)
+        if probe is None:
+            return None
+        m64, s64 = _chunk_stats64(x.double(), 4)
+        wrong = _stats_wrong(*probe, m64, s64)
+        if wrong is None or not bool(wrong.any()):
+            return None
+        s_bad = ~((probe[1] - s64).abs() <= STAT_RTOL * s64.abs())
+        for diagnosis in _partial_sum_diagnoses(x, 4):
+            hint = diagnosis(probe[1], s64, s_bad)
+            if hint:
+                return hint
+        return None
+
+    return diagnose
+
+
 def _normalize_shift_probe(ctx, impl):
     """Diagnosis: normalize on a small input with given statistics (2 rows of 8 values in
     [0, 1], m_row = 2 and -3, s_row = 1.5 and 2.5: no extreme value, so exp(x) alone neither
@@ -1542,6 +1779,9 @@ def _normalize_shift_probe(ctx, impl):
         model = torch.exp(xr) / s64[:, None]
         if _close(y, model, "float32", rtol=1e-5) and not _close(y, right, "float32", rtol=1e-5):
             return HINT_NORMALIZE_NO_SHIFT
+        # exp2(x - m_row * log2(e)): on extreme inputs all 0 or inf, here a number
+        if _close(y, torch.exp(LN2 * xr - m64[:, None]) / s64[:, None], "float32", rtol=1e-5):
+            return _log2e_on_max_hint("normalize")
         return None
 
     return diagnose
@@ -1629,7 +1869,7 @@ def forward_extreme(ctx, impl, case):
     ] + _output_diagnoses(impl, x, chunk, case.dtype) + [
         _merge_pad_probe(ctx, impl, nan_only=True),
         _inverted_probe(ctx, impl, nan_only=True),
-        missing_max])
+        _partial_benign_probe(ctx, impl), missing_max])
 
 
 @register(W, "bad_calls", tier="kernel", uses=STAGES,

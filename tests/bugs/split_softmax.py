@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 from tests.bugs import Bug
 
 BUGS = [
@@ -278,4 +280,42 @@ BUGS += [
     Bug("normalize_inv_s_rounded", find="inv_s = 1.0 / s_row",
         replace="inv_s = (1.0 / s_row).to(y_ptr.dtype.element_ty)", check="contract.round_once",
         hint="rounded to the output dtype before the final multiply"),
+]
+
+BUGS += [
+    # The sixth learner audit's 08, 09, 10 (each silent): `*` binds tighter than `-`, so log2(e)
+    # multiplies the max alone, in partial_stats, in the merge's factor and in normalize.
+    Bug("partial_log2e_on_max", find="    s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="    s = tl.sum(tl.exp2(x - m_shift * LOG2E), axis=0)", check="stats.partial",
+        hint="log2(e) multiplies the max alone in partial_stats"),
+    Bug("merge_log2e_on_max", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="        s_acc += s * tl.exp2(m - m_row * LOG2E)", check="stats.merge",
+        hint="log2(e) multiplies the max alone in merge_stats"),
+    Bug("normalize_log2e_on_max", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s",
+        replace="    y = tl.exp2(x - m_row * LOG2E) * inv_s", check="normalize.values",
+        hint="log2(e) multiplies the max alone in normalize"),
+    # The audit's 11: tl.max for tl.sum, every s is 1.
+    Bug("partial_max_for_sum", find="    s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="    s = tl.max(tl.exp2((x - m_shift) * LOG2E), axis=0)", check="stats.partial",
+        hint="every partial s is 1"),
+    # The audit's 13: the factor on the running sum; with one loop step it is the plain sum.
+    Bug("merge_running_sum_rescaled", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)",
+        replace="        s_acc = s_acc * tl.exp2((m - m_row) * LOG2E) + s", check="stats.merge",
+        hint="the factor went on the running sum s_acc"),
+]
+
+# The same mistakes seen by later checks, which name them too: the planted text is the original
+# bug's, only the check differs.
+_PLANTED = {bug.name: bug for bug in BUGS}
+BUGS += [
+    # In a 1 x 1 forward case the partial sums' and normalize's log2(e) mistakes give one value:
+    # the check asks the learner's stages which one is wrong.
+    replace(_PLANTED["partial_log2e_on_max"], name="partial_log2e_on_max_forward",
+            check="forward.values"),
+    # forward.extreme's inputs make normalize's output all 0 or inf: a benign probe names it.
+    replace(_PLANTED["normalize_log2e_on_max"], name="normalize_log2e_on_max_extreme",
+            check="forward.extreme"),
+    # stats.pipeline took every s = 1 for a merge that leaves the sums out.
+    replace(_PLANTED["partial_max_for_sum"], name="partial_max_for_sum_pipeline",
+            check="stats.pipeline"),
 ]
