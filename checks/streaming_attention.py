@@ -238,8 +238,11 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
         if diagonal_one_block:
             visible &= cols < (rows // block_m) * block_m + block_n
     s_all = s_all.masked_fill(~visible, -math.inf if mask_logit is None else mask_logit)
-    if causal and left_keys_twice:  # a key added twice weighs as one whose logit is log(2) more
-        s_all = s_all + math.log(2.0) * (cols < (rows // block_m) * block_m)
+    # A key added twice weighs twice: a weight on p, not log(2) added to its logit, which a
+    # logit near -1e38 (forward.extreme's negative_logits) would absorb.
+    weight = None
+    if causal and left_keys_twice:
+        weight = 1.0 + (cols < (rows // block_m) * block_m).double()
     row_end = (rows.squeeze(1) // block_m + 1) * block_m  # causal: last key a program visits
     m = torch.full((n_rows,), -math.inf, dtype=torch.float64)
     den = torch.zeros(n_rows, dtype=torch.float64)
@@ -260,6 +263,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             # natural units: the same as exp2 in log2 units
             shift = m if p_old_max else m_new * (scale * LOG2E if max_scaled_twice else 1.0)
             p = torch.exp((s - shift[:, None]) * (LOG2E if p_base_e else 1.0))
+            if weight is not None:
+                p = p * weight[:, start:start + block_n]
             alpha = torch.exp((m - (block_max if alpha_block_max else m_new))
                               * (scale * LOG2E if alpha_scaled_twice else
                                  LOG2E if alpha_base_e else 1.0))
@@ -396,10 +401,18 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     n, d = q.shape
     dtype = str(q.dtype).replace("torch.", "")
 
-    def matches(got, candidate):
+    def matches(got, candidate, expected):
+        """got reproduces the replay in 99% of its elements: within the check's tolerance, or
+        (where the replay is far off) within 1% of the replay's own distance from the reference.
+        A mistake that divides by a tiny denominator or multiplies by a large scale magnifies
+        float32's rounding beyond a tolerance set for right answers, and the replay is still
+        the output's explanation."""
         if tuple(candidate.shape) != tuple(got.shape):
             return False
-        return float(agrees(got, candidate, rtol, atol).double().mean()) >= 0.99
+        near = agrees(got, candidate, rtol, atol)
+        departure = (candidate - expected).abs()
+        near |= (got - candidate).abs() <= 0.01 * departure.nan_to_num(nan=0.0, posinf=0.0)
+        return float(near.double().mean()) >= 0.99
 
     def differs(candidate, expected):
         err = (candidate - expected).abs()
@@ -420,7 +433,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                                    block_n=bn, **switches)
                 if finite and not differs(cand.where(cand.isfinite(), expected), expected):
                     continue
-                if not (differs(cand, expected) and matches(got, cand)):
+                if not (differs(cand, expected) and matches(got, cand, expected)):
                     continue
                 if not strict or bool(agrees(got[bad], cand[bad], rtol, atol).all()):
                     return label
@@ -444,7 +457,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                 for bm, bn in _block_candidates(impl, case, n, d, dtype, causal):
                     cand = _streamed64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
                                        block_n=bn, **switches)
-                    if not (differs(cand, expected) and matches(got, cand)):
+                    if not (differs(cand, expected) and matches(got, cand, expected)):
                         continue
                     g, c = got[bad], cand[bad]
                     same = ((g - c).abs() <= atol + rtol * c.abs()) | (g.isnan() & c.isnan())
@@ -467,7 +480,8 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                                    block_n=bn, local_keep=local_keep,
                                    transposed_keep=transposed_keep,
                                    stages=lambda sm, bm=bm, bn=bn: stages(sm, bm, bn))
-                if cand is None or not (differs(cand, expected) and matches(got, cand)):
+                if cand is None or not (differs(cand, expected)
+                                        and matches(got, cand, expected)):
                     continue
                 if bool(agrees(got[bad], cand[bad], rtol, atol).all()):
                     return label(bm, bn) if callable(label) else label
@@ -478,7 +492,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     def formula(label, fn):
         def diagnose(got, expected, bad):
             cand = fn()
-            if differs(cand, expected) and matches(got, cand):
+            if differs(cand, expected) and matches(got, cand, expected):
                 return label
             return None
 
@@ -497,7 +511,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             found = []  # (distance to got, scale)
             for sc in sorted({sc for _, sc in candidates}):
                 cand = _attention_rows64(q, k, v, rows, causal=causal, scale=sc)
-                if differs(cand, e) and matches(g, cand):
+                if differs(cand, e) and matches(g, cand, e):
                     err = (g - cand).abs().masked_fill(g.isnan() & cand.isnan(), 0.0)
                     found.append((float(err.nan_to_num(nan=math.inf).mean()), sc))
             if not found:
