@@ -155,7 +155,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 max_scaled_twice=False, diagonal_in_stage1=False, alpha_scaled_twice=False,
                 den_column_sums=False, left_keys_twice=False, p_old_max=False,
                 alpha_base_e=False, acc_by_column=False, acc_not_carried=False,
-                p_base_e=False):
+                p_base_e=False, keep_inverted=False, p_by_column=False, v_transposed=False,
+                acc_added_twice=False, l_alpha_on_block=False, multiply_den=False,
+                p_unscaled=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -211,6 +213,23 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     acc_not_carried: acc = tl.dot(p, v) without acc as the accumulator: each step replaces the
     numerator with this block's P V, so a row keeps only the last key block its program visits
     in its numerator (its denominator still sums them all).
+    keep_inverted: tl.where(keep, -inf, s) in the masked stage: the kept scores become -inf and
+    the dropped ones keep their score (keys past N load as 0 and score 0), in the key blocks of
+    the masked stage only (causal: from the row block's first key; else the ragged tail).
+    p_by_column: p = exp2(s * qk_scale - m_new[None, :]): column c of a (block_m, block_n)
+    tile shifted by the running max of the block's c-th row; it compiles only where block_m
+    == block_n (elsewhere this replay gives the right output). The last row block's rows past
+    N (q loaded as 0) lend their maxima too.
+    v_transposed: acc += P trans(V): column c of the new numerator is P times the c-th key's
+    row of the tile, p @ v_tile.T; it compiles only where block_n == d (elsewhere this replay
+    gives the right output).
+    acc_added_twice: acc += tl.dot(p, v, acc): the dot already adds acc, so acc = 2 acc alpha
+    + P V (right where a row's program visits one key block).
+    l_alpha_on_block: l_i = l_i + alpha * rowsum(P): alpha scales the new block's sum instead of
+    the old l_i (the first block's alpha is 0, so it is lost).
+    multiply_den: out = acc * l_i, not acc / l_i.
+    p_unscaled: p = exp2(s - m_new), the raw score against a max in log2 units of s * qk_scale;
+    in natural units p = exp(s_nat / (scale * log2(e)) - m_new).
     """
     import torch
 
@@ -224,7 +243,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     q64 = q.double().cpu()
     column_sums = den_column_sums and block_m == block_n
     by_column = acc_by_column and v.shape[1] == block_m
-    if column_sums or by_column:  # the last row block's rows past N (q loaded as 0) join in
+    p_cols = p_by_column and block_m == block_n
+    v_trans = v_transposed and v.shape[1] == block_n
+    if column_sums or by_column or p_cols:  # the last row block's rows past N (q loaded as 0) join in
         q64 = torch.cat([q64, q64.new_zeros((-(-n // block_m) * block_m - n, q64.shape[1]))])
     n_rows = q64.shape[0]
     s_all = (q64 @ kp.T) * scale  # (n_rows, n_pad)
@@ -237,7 +258,11 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
         visible &= (cols <= rows) if inclusive else (cols < rows)
         if diagonal_one_block:
             visible &= cols < (rows // block_m) * block_m + block_n
-    s_all = s_all.masked_fill(~visible, -math.inf if mask_logit is None else mask_logit)
+    if keep_inverted:  # the masked stage's blocks: kept keys -inf, dropped ones (past N: 0) kept
+        first_masked = (rows // block_m) * block_m if causal else (n // block_n) * block_n
+        s_all = s_all.masked_fill((cols >= first_masked) & visible, -math.inf)
+    else:
+        s_all = s_all.masked_fill(~visible, -math.inf if mask_logit is None else mask_logit)
     # A key added twice weighs twice: a weight on p, not log(2) added to its logit, which a
     # logit near -1e38 (forward.extreme's negative_logits) would absorb.
     weight = None
@@ -262,7 +287,13 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             m_new = torch.maximum(m, block_max)
             # natural units: the same as exp2 in log2 units
             shift = m if p_old_max else m_new * (scale * LOG2E if max_scaled_twice else 1.0)
-            p = torch.exp((s - shift[:, None]) * (LOG2E if p_base_e else 1.0))
+            if p_cols:  # (block_m, block_n = block_m) tiles: column c shifted by row c's max
+                p = torch.exp(s.reshape(-1, block_m, block_n) - m_new.reshape(-1, 1, block_m))
+                p = p.reshape(n_rows, block_n)
+            elif p_unscaled:  # the raw score s_nat / scale in log2 units, the max in logits
+                p = torch.exp(s / (scale * LOG2E) - m_new[:, None])
+            else:
+                p = torch.exp((s - shift[:, None]) * (LOG2E if p_base_e else 1.0))
             if weight is not None:
                 p = p * weight[:, start:start + block_n]
             alpha = torch.exp((m - (block_max if alpha_block_max else m_new))
@@ -271,20 +302,27 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             p_sum = p.sum(dim=1)
             if column_sums:  # (block_m, block_n) tiles: sum each tile over its rows
                 p_sum = p.reshape(-1, block_m, block_n).sum(dim=1).reshape(-1)
+            v_tile = vp[start:start + block_n]
+            if v_trans:  # (block_n = d, d) tile: p @ v.T
+                v_tile = v_tile.T
             if acc_scaled_after_add:
-                acc_new = (acc + p @ vp[start:start + block_n]) * alpha[:, None]
+                acc_new = (acc + p @ v_tile) * alpha[:, None]
             elif acc_not_carried:  # the old (rescaled) acc thrown away
-                acc_new = p @ vp[start:start + block_n]
+                acc_new = p @ v_tile
+            elif acc_added_twice:  # acc += dot(p, v, acc): the rescaled acc counted twice
+                acc_new = 2.0 * acc * alpha[:, None] + p @ v_tile
             elif by_column:  # (block_m, d = block_m) tiles: column c times row c's alpha
                 acc_new = ((acc.reshape(-1, block_m, block_m) * alpha.reshape(-1, 1, block_m))
-                           .reshape(n_rows, block_m) + p @ vp[start:start + block_n])
+                           .reshape(n_rows, block_m) + p @ v_tile)
             else:
                 acc_new = ((acc * alpha[:, None] if rescale_acc else acc)
-                           + p @ vp[start:start + block_n])
+                           + p @ v_tile)
             if acc_dtype is not None:
                 acc_new = acc_new.to(getattr(torch, acc_dtype)).double()
             if l_scaled_after_add:
                 den_new = (den + p_sum) * alpha
+            elif l_alpha_on_block:
+                den_new = den + alpha * p_sum
             else:
                 den_new = (den * alpha if rescale_l else den) + p_sum
             acc = torch.where(live[:, None], acc_new, acc)
@@ -294,6 +332,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     acc, den = acc[:n], den[:n]
     if not divide:
         return acc
+    if multiply_den:
+        return acc * den[:, None]
     if divide_by_column and v.shape[1] == block_m:
         n_rows_pad = -(-n // block_m) * block_m
         den_pad = torch.full((n_rows_pad,), float(n), dtype=torch.float64)
@@ -304,7 +344,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
 
 
 def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=False,
-                transposed_keep=False):
+                transposed_keep=False, reversed_keep=False):
     """The output of a kernel whose two stages walk other key ranges than the reference's, in
     float64: a key a row's program adds twice weighs as twice one key (the online update is
     exact whatever the order and the multiplicity), a key never added weighs 0.
@@ -319,6 +359,8 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
     BLOCK_M) tile that Triton lays over the (BLOCK_M, BLOCK_N) scores only where block_m ==
     block_n (elsewhere it does not compile: None): score (a, b), row first + a and key start +
     b, is kept where offs_m[b] >= offs_n[a], first + b >= start + a.
+    reversed_keep: the causal term compared the other way, offs_m[:, None] <= offs_n[None, :]:
+    a row keeps the keys from its own onwards (to the end of its row block, cut at N).
     None where the unmasked stage reads keys past N (not modelled). A row that adds no key is
     NaN (0 / 0), as in the kernel. Costs N x N x d; one row block's N counts at a time.
     """
@@ -347,6 +389,8 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
             elif transposed_keep:
                 count[:, keys] += ((first + keys - start)[None, :]
                                    >= (start + rows - first)[:, None]).double()
+            elif reversed_keep:
+                count[:, keys] += (rows[:, None] <= keys[None, :]).double()
             else:
                 count[:, keys] += (rows[:, None] >= keys[None, :]).double()
         s = ((q64[rows] @ k64.T) * scale).masked_fill(count == 0, -math.inf)
@@ -418,13 +462,17 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         err = (candidate - expected).abs()
         return bool(((err > atol + rtol * expected.abs()) | candidate.isnan()).any())
 
-    def replay(label, max_n=None, finite=False, strict=False, **switches):
+    def replay(label, max_n=None, finite=False, strict=False, not_all_nan=False, also=(),
+               **switches):
         """max_n: skip the replay above that N (see _REPLAY_MAX_N). finite: use the replay only
         where it is wrong somewhere it is finite: one wrong by NaN alone (huge logits overflow
         it, as they overflow many other mistakes) would match any NaN output. strict: the
         output must reproduce the replay in its wrong elements too (matches() alone lets 1%
         disagree): for a replay near other mistakes' outputs, which then match it but for a
-        few rows."""
+        few rows. not_all_nan: skip a replay that is NaN everywhere (the generic NaN hint
+        below names those mistakes together). also: (label, switches) of other mistakes that
+        give the same output on some inputs (one key block per row, say): each one whose
+        replay the output reproduces too is named after the label."""
         def diagnose(got, expected, bad):
             if max_n is not None and n > max_n:
                 return None
@@ -433,10 +481,15 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                                    block_n=bn, **switches)
                 if finite and not differs(cand.where(cand.isfinite(), expected), expected):
                     continue
+                if not_all_nan and bool(cand.isnan().all()):
+                    continue
                 if not (differs(cand, expected) and matches(got, cand, expected)):
                     continue
                 if not strict or bool(agrees(got[bad], cand[bad], rtol, atol).all()):
-                    return label
+                    twins = [twin for twin, twin_switches in also if matches(got, _streamed64(
+                        q, k, v, causal=causal, scale=scale_used, block_m=bm, block_n=bn,
+                        **twin_switches), expected)]
+                    return "; or, the same output here, ".join([label, *twins])
             return None
 
         return diagnose
@@ -467,7 +520,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
-    def walk(label, stages, local_keep=False, transposed_keep=False):
+    def walk(label, stages, local_keep=False, transposed_keep=False, reversed_keep=False):
         """A stage-bound mistake: _key_walk64 with stages(start_m, block_m, block_n) -> (hi1,
         lo2, hi2). The label (or label(block_m, block_n)) where that output differs from the
         reference and the implementation reproduces it, its wrong elements included (as
@@ -479,6 +532,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                 cand = _key_walk64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
                                    block_n=bn, local_keep=local_keep,
                                    transposed_keep=transposed_keep,
+                                   reversed_keep=reversed_keep,
                                    stages=lambda sm, bm=bm, bn=bn: stages(sm, bm, bn))
                 if cand is None or not (differs(cand, expected)
                                         and matches(got, cand, expected)):
@@ -568,6 +622,20 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                                "softmax(Q K^T * N ** -0.5) V; the default is d ** -0.5, d = "
                                "q.shape[-1] (the head dim), not the sequence length N",
                                n ** -0.5))
+    # Mistakes that give another's output on some inputs (one key block per row, say): the
+    # replay that speaks first names both there (replay's also).
+    keep_inverted = ("where() arguments swapped in the mask: tl.where(keep, -float(\"inf\"), s) "
+                     "sets the kept scores to -inf and keeps the dropped ones (keys past N score "
+                     "0; when causal, keys after the row); tl.where(keep, s, -float(\"inf\"))",
+                     {"keep_inverted": True})
+    l_alpha_on_block = ("alpha on the wrong term of the denominator: l_i = l_i + alpha * "
+                        "rowsum(P) scales this key block's sum instead of the old l_i (and the "
+                        "first block's alpha is exp2(-inf - m) = 0, which drops it); l_i = l_i "
+                        "* alpha + rowsum(P)", {"l_alpha_on_block": True})
+    mask_plus_inf = ("dropped scores set to +inf, not -inf: tl.where(keep, s, float(\"inf\")) "
+                     "makes m_new = +inf in every key block with a dropped key (past N, or after "
+                     "the row when causal), and there exp2(+inf - +inf) = NaN; set them to "
+                     "-float(\"inf\"), exp2(-inf) = 0", {"mask_logit": math.inf})
     hints = [
         rounded_through(),
         replay("numerator not rescaled: acc (the running P @ V) must be multiplied by alpha = "
@@ -577,6 +645,15 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "row c's alpha (alpha, of shape (BLOCK_M,), broadcasts as a row, which Triton "
                "allows when d == BLOCK_M); scale each row by its own: acc * alpha[:, None]",
                max_n=_REPLAY_MAX_N, acc_by_column=True),
+        replay("p shifted along the wrong axis: s * qk_scale - m_new[None, :] subtracts row c's "
+               "running max from column c of the scores (m_new, of shape (BLOCK_M,), broadcasts "
+               "as a row, which Triton allows when BLOCK_M == BLOCK_N); shift each row by its "
+               "own max: p = exp2(s * qk_scale - m_new[:, None])", max_n=_REPLAY_MAX_N,
+               p_by_column=True),
+        replay("V transposed in P V: tl.dot(p, tl.trans(v)) multiplies P by the (d, BLOCK_N) "
+               "transpose of the value tile (it compiles only where BLOCK_N == d); only K is "
+               "transposed, in Q K^T: P V takes the (BLOCK_N, d) tile as loaded, "
+               "tl.dot(p.to(v.dtype), v, acc)", max_n=_REPLAY_MAX_N, v_transposed=True),
         replay("denominator not rescaled: l_i must be multiplied by alpha = exp2(m_old - m_new) "
                "whenever the running max grows, like the numerator", rescale_l=False),
         # Both at once: m_i overwritten with m_new before alpha. Strict: its output is near
@@ -616,12 +693,24 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         replay("numerator rescaled after the add: acc = (acc + P V) * alpha scales this key "
                "block's P V too (and the first block's alpha is exp2(-inf - m) = 0, which "
                "drops it); rescale the old sum, then add: acc = acc * alpha[:, None] + P V",
-               strict=True, acc_scaled_after_add=True),
+               strict=True, also=[keep_inverted], acc_scaled_after_add=True),
+        # Strict: on forward.extreme's inputs a causal mask compared with <= came within 1%.
+        replay(keep_inverted[0], max_n=_REPLAY_MAX_N, strict=True, **keep_inverted[1]),
+        # Strict: right where a row's program visits one key block, so near the reference
+        # (and other mistakes' outputs) where few rows span two.
+        replay("numerator added twice: acc += tl.dot(p, v, acc) adds acc to a dot that already "
+               "accumulates into acc, so acc = 2 * acc * alpha + P V (right only where a row's "
+               "program visits one key block); acc = tl.dot(p.to(v.dtype), v, acc)",
+               max_n=_REPLAY_MAX_N, strict=True, acc_added_twice=True),
         replay("denominator rescaled after the add: l_i = (l_i + rowsum(P)) * alpha scales this "
                "key block's sum too (and the first block's alpha is exp2(-inf - m) = 0, which "
-               "drops it); l_i = l_i * alpha + rowsum(P)", l_scaled_after_add=True),
+               "drops it); l_i = l_i * alpha + rowsum(P)", also=[l_alpha_on_block],
+               l_scaled_after_add=True),
+        replay(l_alpha_on_block[0], **l_alpha_on_block[1]),
         replay("the final division missing: the output is acc, the running P V, not divided "
                "by the running denominator; out = acc / l_i[:, None]", divide=False),
+        replay("the output multiplied by the denominator: out = acc * l_i[:, None]; divide, "
+               "out = acc / l_i[:, None]", multiply_den=True),
         replay("denominator broadcast along the wrong axis: acc / l_i divides column c by row "
                "c's denominator (l_i, of shape (BLOCK_M,), broadcasts as a row, which Triton "
                "allows when d == BLOCK_M); divide each row by its own: acc / l_i[:, None]",
@@ -643,6 +732,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                    "keys to -float(\"inf\") (exp2(-inf) = 0 for any running max)",
                    [{"mask_logit": c * factor} for c in _SENTINELS
                     for factor in (scale_used, 1.0 / LOG2E)]),
+        # Strict and never where it is NaN everywhere: there the generic NaN hint below names
+        # it with the other mistakes that give NaN everywhere.
+        replay(mask_plus_inf[0], max_n=_REPLAY_MAX_N, strict=True, not_all_nan=True,
+               **mask_plus_inf[1]),
         replay("keys past N unmasked: the last key block reaches past N; those keys load as 0, "
                "score 0 and add exp2(0 - m) to the denominator unless set to -inf",
                mask_keys=False),
@@ -650,7 +743,8 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "key j when j < N, not j <= N: it scores 0 and adds exp2(0 - m) to the "
                "denominator", key_limit=n + 1),
         replay("causal mask excludes the diagonal: a row must see its own key (row >= key, not "
-               "row > key); row 0 then has no key at all and becomes NaN", inclusive=False),
+               "row > key); row 0 then has no key at all and becomes NaN", also=[mask_plus_inf],
+               inclusive=False),
         # A 16-bit acc is rounded after every key block; on random inputs that stays inside the
         # tolerance, so this replay only ever matches where it differs: forward.extreme's
         # small_tail case, built to make the dropped contributions add up.
@@ -670,6 +764,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "exp2(s * qk_scale - m_new); tl.exp of it weighs each key as if log2(e) were "
                "folded twice, while alpha's exp2 rescales in the right units",
                max_n=_REPLAY_MAX_N, p_base_e=True),
+        # After the scale formulas, as the one above: with one key block per row the output is
+        # softmax(Q K^T / log2(e)) V, which with scale = 1 is "exp2 used without folding".
+        # Finite: on forward.extreme's huge logits it overflows to NaN, as other mistakes do.
+        replay("p computed from the raw scores: p = exp2(s - m_new) leaves out qk_scale, while "
+               "the running max m_new (and alpha) are in log2 units of s * qk_scale; p = "
+               "exp2(s * qk_scale - m_new[:, None])", max_n=_REPLAY_MAX_N, finite=True,
+               p_unscaled=True),
         # After the others, and strict: a replay that differs from the reference in a few
         # elements only would match (99% agreement) other mistakes' outputs that are wrong
         # there alone (alpha = 1 at every step, say, where the scale is small).
@@ -705,6 +806,21 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"first): hi2 = min((start_m + 1) * BLOCK_M, N)"),
             lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * (bn if n > bm else bm), n))))
         hints.append(walk(lambda bm, bn: (
+            f"the causal diagonal stage ends at N - 1: hi2 is an exclusive bound, so with "
+            f"hi2 = min((start_m + 1) * BLOCK_M, N - 1) the loop skips a key block that starts "
+            f"at key N - 1 (here N = {n}, BLOCK_N = {bn}) and the last row block never sees "
+            f"key N - 1, the last row's own key (with N = 1 that row has no key at all: NaN); "
+            f"hi2 = min((start_m + 1) * BLOCK_M, N)"),
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n - 1))))
+        # Causal launches run the row blocks bottom first: program_id(0) is not start_m.
+        hints.append(walk(
+            "causal stage bounds from tl.program_id(0): a causal launch runs the row blocks "
+            "bottom first (start_m = tl.num_programs(0) - 1 - tl.program_id(0)), so "
+            "tl.program_id(0) * BLOCK_M is another row block's first row and each program walks "
+            "another row block's key range; hi1 = start_m * BLOCK_M",
+            lambda sm, bm, bn: ((-(-n // bm) - 1 - sm) * bm, (-(-n // bm) - 1 - sm) * bm,
+                                min((sm + 1) * bm, n))))
+        hints.append(walk(lambda bm, bn: (
             f"causal mask compares block-local indices: keep must compare the row's index "
             f"offs_m (start_m * BLOCK_M + i) with the key's offs_n (start_n + j), not "
             f"tl.arange(0, BLOCK_M) with tl.arange(0, BLOCK_N): the local ones agree only in "
@@ -719,9 +835,15 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             "causal mask transposed: keep = offs_m[None, :] >= offs_n[:, None] is a (BLOCK_N, "
             "BLOCK_M) tile whose rows are keys, so in the diagonal block each row kept the keys "
             "from its own onwards instead of up to it (with BLOCK_M != BLOCK_N it does not "
-            "compile); rows are offs_m[:, None], keys offs_n[None, :]: keep &= offs_m[:, None] "
-            ">= offs_n[None, :]",
+            "compile); or compared with <= (offs_m[:, None] <= offs_n[None, :]), the same output "
+            "where BLOCK_M == BLOCK_N; rows are offs_m[:, None], keys offs_n[None, :]: keep &= "
+            "offs_m[:, None] >= offs_n[None, :]",
             lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), transposed_keep=True))
+        hints.append(walk(
+            "causal mask compared with <=: keep = offs_m[:, None] <= offs_n[None, :] keeps the "
+            "keys from the row onwards in the diagonal stage instead of up to it; a row sees "
+            "the keys up to and including its own: keep &= offs_m[:, None] >= offs_n[None, :]",
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), reversed_keep=True))
         hints.append(replay("the causal diagonal stage stopped after BLOCK_N keys: it must run "
                             "from the row block's first key to the end of the row block, "
                             "hi2 = min((start_m + 1) * BLOCK_M, N), not start_m * BLOCK_M + "
@@ -766,9 +888,11 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                      "first key block, where m_i is still -inf: p shifted by the old running "
                      "max (p = exp2(s * qk_scale - m_i) must be exp2(s * qk_scale - m_new), "
                      "shifted by the max that includes this block), or alpha inverted "
-                     "(exp2(m_new - m_i) must be exp2(m_i - m_new)); or every score of every "
-                     "row set to -inf (exp2(-inf - -inf) = NaN)", max_n=_REPLAY_MAX_N,
-                     p_old_max=True)
+                     "(exp2(m_new - m_i) must be exp2(m_i - m_new)); or the running max taken "
+                     "with tl.minimum (m_new = tl.minimum(m_i, ...) stays -inf, so p = "
+                     "exp2(+inf) and alpha = exp2(-inf - -inf) = NaN; tl.maximum); or every "
+                     "score of every row set to -inf (exp2(-inf - -inf) = NaN)",
+                     max_n=_REPLAY_MAX_N, also=[mask_plus_inf], p_old_max=True)
     hints.append(lambda got, expected, bad: (
         (old_max(got, expected, bad)
          or "NaN in the output: a row whose scores are all -inf gives exp2(-inf - -inf) = NaN "

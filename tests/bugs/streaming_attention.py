@@ -411,6 +411,60 @@ BUGS += [
         check="forward.values", hint="accumulator not carried across key blocks"),
 ]
 
+BUGS += [
+    # Found by a learner audit (misleading or generic hints on forward.values).
+    # tl.where's arguments swapped: kept scores -inf, dropped ones kept.
+    Bug("mask_where_swapped", find='            s = tl.where(keep, s, -float("inf"))',
+        replace='            s = tl.where(keep, -float("inf"), s)', check="forward.values",
+        hint="where() arguments swapped"),
+    # Dropped scores +inf: NaN wherever a row drops a key (everywhere with one key block).
+    Bug("masked_scores_plus_inf", find='            s = tl.where(keep, s, -float("inf"))',
+        replace='            s = tl.where(keep, s, float("inf"))', check="forward.values",
+        hint="dropped scores set to +inf"),
+    # tl.minimum for the running max: it never leaves -inf, so NaN everywhere.
+    Bug("running_max_minimum", find="        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)",
+        replace="        m_new = tl.minimum(m_i, tl.max(s, 1) * qk_scale)", check="forward.values",
+        hint="tl.minimum"),
+    # p shifted by m_new[None, :]: compiles only where BLOCK_M == BLOCK_N.
+    Bug("p_shift_by_column", find="        p = tl.math.exp2(s * qk_scale - m_new[:, None])",
+        replace="        p = tl.math.exp2(s * qk_scale - m_new[None, :])", check="forward.values",
+        hint="p shifted along the wrong axis"),
+    # V transposed in P V: compiles only where BLOCK_N == d.
+    Bug("v_transposed_in_pv",
+        find="        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)",
+        replace="        acc = tl.dot(p.to(v.dtype), tl.trans(v), acc, input_precision=DOT_PRECISION)",
+        check="forward.values", hint="V transposed in P V"),
+    # alpha on the new block's sum instead of the old l_i.
+    Bug("l_alpha_on_block_sum", find="        l_i = l_i * alpha + tl.sum(p, 1)",
+        replace="        l_i = l_i + alpha * tl.sum(p, 1)", check="forward.values",
+        hint="alpha on the wrong term of the denominator"),
+    # Multiplied by the denominator instead of divided.
+    Bug("output_times_denominator", find="        out = acc / l_i[:, None]",
+        replace="        out = acc * l_i[:, None]", check="forward.values",
+        hint="the output multiplied by the denominator"),
+    # The causal diagonal stage cut at N - 1: a key block starting at N - 1 is skipped.
+    Bug("causal_hi2_n_minus_one", find="        hi2 = tl.minimum((start_m + 1) * BLOCK_M, n_ctx)",
+        replace="        hi2 = tl.minimum((start_m + 1) * BLOCK_M, n_ctx - 1)", check="forward.values",
+        hint="the causal diagonal stage ends at N - 1"),
+    # hi1 from program_id: causal launches run row blocks bottom first.
+    Bug("causal_hi1_program_id", find="        hi1 = start_m * BLOCK_M\n",
+        replace="        hi1 = tl.program_id(0) * BLOCK_M\n", check="forward.values",
+        hint="causal stage bounds from tl.program_id(0)"),
+    # acc += tl.dot(p, v, acc): the rescaled numerator counted twice.
+    Bug("acc_added_twice",
+        find="        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)",
+        replace="        acc += tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)",
+        check="forward.values", hint="numerator added twice"),
+    # p from the raw scores, without qk_scale, against a max in log2 units.
+    Bug("p_without_qk_scale", find="        p = tl.math.exp2(s * qk_scale - m_new[:, None])",
+        replace="        p = tl.math.exp2(s - m_new[:, None])", check="forward.values",
+        hint="p computed from the raw scores"),
+    # The causal term compared with <=: a row keeps the keys from its own onwards.
+    Bug("causal_keep_reversed", find="keep = keep & (offs_m[:, None] >= offs_n[None, :])",
+        replace="keep = keep & (offs_m[:, None] <= offs_n[None, :])", check="forward.values",
+        hint="compared with <="),
+]
+
 # The same mistakes seen by later checks, which name them too (the fifth audit's later-check
 # leftovers): the planted text is the original bug's, only the check and its hint differ.
 _PLANTED = {bug.name: bug for bug in BUGS}
