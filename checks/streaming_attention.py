@@ -694,8 +694,6 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "block's P V too (and the first block's alpha is exp2(-inf - m) = 0, which "
                "drops it); rescale the old sum, then add: acc = acc * alpha[:, None] + P V",
                strict=True, also=[keep_inverted], acc_scaled_after_add=True),
-        # Strict: on forward.extreme's inputs a causal mask compared with <= came within 1%.
-        replay(keep_inverted[0], max_n=_REPLAY_MAX_N, strict=True, **keep_inverted[1]),
         # Strict: right where a row's program visits one key block, so near the reference
         # (and other mistakes' outputs) where few rows span two.
         replay("numerator added twice: acc += tl.dot(p, v, acc) adds acc to a dot that already "
@@ -742,6 +740,11 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         replay("key mask off by one: key N (one past the last key, loaded as 0) was kept; keep "
                "key j when j < N, not j <= N: it scores 0 and adds exp2(0 - m) to the "
                "denominator", key_limit=n + 1),
+        # Strict: on forward.extreme's inputs a causal mask compared with <= came within 1%.
+        # After the key-mask replays: where every real logit is about -1e38 a kept key past N
+        # (score 0) outweighs them all whether the mask was swapped or left out, and those
+        # name the more common mistakes.
+        replay(keep_inverted[0], max_n=_REPLAY_MAX_N, strict=True, **keep_inverted[1]),
         replay("causal mask excludes the diagonal: a row must see its own key (row >= key, not "
                "row > key); row 0 then has no key at all and becomes NaN", also=[mask_plus_inf],
                inclusive=False),
@@ -805,13 +808,6 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"stops short of the row block's end (and is empty for every row block after the "
             f"first): hi2 = min((start_m + 1) * BLOCK_M, N)"),
             lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * (bn if n > bm else bm), n))))
-        hints.append(walk(lambda bm, bn: (
-            f"the causal diagonal stage ends at N - 1: hi2 is an exclusive bound, so with "
-            f"hi2 = min((start_m + 1) * BLOCK_M, N - 1) the loop skips a key block that starts "
-            f"at key N - 1 (here N = {n}, BLOCK_N = {bn}) and the last row block never sees "
-            f"key N - 1, the last row's own key (with N = 1 that row has no key at all: NaN); "
-            f"hi2 = min((start_m + 1) * BLOCK_M, N)"),
-            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n - 1))))
         # Causal launches run the row blocks bottom first: program_id(0) is not start_m.
         hints.append(walk(
             "causal stage bounds from tl.program_id(0): a causal launch runs the row blocks "
@@ -851,6 +847,15 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                             "every row the two are the same): later keys of the diagonal "
                             "block were dropped",
                             diagonal_one_block=True))
+        # After "stopped after BLOCK_N keys": where the last row block's diagonal stage holds
+        # one key block the two cuts drop the same keys, and that is the more common mistake.
+        hints.append(walk(lambda bm, bn: (
+            f"the causal diagonal stage ends at N - 1: hi2 is an exclusive bound, so with "
+            f"hi2 = min((start_m + 1) * BLOCK_M, N - 1) the loop skips a key block that starts "
+            f"at key N - 1 (here N = {n}, BLOCK_N = {bn}) and the last row block never sees "
+            f"key N - 1, the last row's own key (with N = 1 that row has no key at all: NaN); "
+            f"hi2 = min((start_m + 1) * BLOCK_M, N)"),
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n - 1))))
         hints.append(replay("the causal masked stage started at key 0: with lo2 = 0 it runs "
                             "again over the keys left of the diagonal block, which stage 1 "
                             "already added, so they count twice; stage 2 starts where stage 1 "
