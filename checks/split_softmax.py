@@ -737,13 +737,27 @@ def _unshifted_sums(x, chunk: int):
     x64 = x.detach().cpu().double()
 
     def diagnose(got, expected, bad):
-        terms = torch.exp(_chunk_tiles(x64, chunk).float())  # float32 exp: 0 or inf at the ends
+        tiles = _chunk_tiles(x64, chunk)
+        terms = torch.exp(tiles.float())  # float32 exp: 0 or inf at the ends
         model = terms.sum(dim=2).double()
-        if _close(got, model, "float32", rtol=STAT_RTOL):
-            return HINT_NOT_SHIFTED
-        return None
+        if not _close(got, model, "float32", rtol=STAT_RTOL):
+            return None
+        # Where no chunk's maximum is above 0, a shift clamped at 0 (max(m, 0)) is no shift at
+        # all: the same sums, so name both (a seed whose every other case had positive maxima
+        # left only this reading).
+        m = tiles.amax(dim=2)
+        if bool((m[m.isfinite()] <= 0).all()):
+            return (f"{HINT_NOT_SHIFTED}; or {HINT_SHIFT_CLAMPED_AT_ZERO}, the same sums here, "
+                    "where no chunk's maximum is above 0")
+        return HINT_NOT_SHIFTED
 
     return diagnose
+
+
+HINT_SHIFT_CLAMPED_AT_ZERO = (
+    "shift clamped at 0: s sums exp(x - max(m, 0)), so a chunk whose maximum is negative has its "
+    "sum scaled by exp(m); shift by the chunk's own maximum m (0 only for a chunk of only -inf, "
+    "tl.where(m == -inf, 0, m))")
 
 
 def _shift_clamped_at_zero(x, chunk: int):
@@ -757,9 +771,7 @@ def _shift_clamped_at_zero(x, chunk: int):
         if not bool((m[bad] < 0).all()):
             return None
         if bool(((got - model).abs() <= STAT_RTOL * model.abs()).all()):
-            return ("shift clamped at 0: s sums exp(x - max(m, 0)), so a chunk whose maximum is "
-                    "negative has its sum scaled by exp(m); shift by the chunk's own maximum m "
-                    "(0 only for a chunk of only -inf, tl.where(m == -inf, 0, m))")
+            return HINT_SHIFT_CLAMPED_AT_ZERO
         return None
 
     return diagnose
