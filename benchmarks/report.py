@@ -576,6 +576,15 @@ def section_evidence(evidence: Evidence) -> str:
     return "\n".join(lines)
 
 
+def _gpus_text(headers) -> str:
+    """ " (GPU)" for a heading: every GPU the files ran on, in the order first met (a machine
+    kind may lend more than one model; the evidence table names each file's)."""
+    gpus = list(dict.fromkeys(h["gpu"] for h in headers if h.get("gpu")))
+    if not gpus:
+        return ""
+    return f" ({gpus[0]})" if len(gpus) == 1 else f" ({' and '.join(gpus)}: each file's in the table above)"
+
+
 def section_checks(evidence: Evidence) -> str:
     runs = latest_checks(evidence)
     if not runs:
@@ -590,8 +599,7 @@ def section_checks(evidence: Evidence) -> str:
         files = list({f.name: f for f in by_workshop.values()}.values())
         results = [r for w, f in by_workshop.items() for r in f.data.get("results", [])
                    if r["workshop"] == w]
-        gpu = next((f.header["gpu"] for f in files if f.header.get("gpu")), None)
-        lines += [f"### Checks on {device}" + (f" ({gpu})" if gpu else ""), ""]
+        lines += [f"### Checks on {device}" + _gpus_text(f.header for f in files), ""]
         for f in files:
             h = f.header
             covered = ", ".join(w for w, g in by_workshop.items() if g is f)
@@ -644,9 +652,8 @@ def section_bad_calls(evidence: Evidence) -> str:
                 "tries.")
     lines = []
     for device, parts in runs.items():
-        h = parts[0][0].header
         several = len({f.name for f, _ in parts}) > 1
-        lines += [f"### Bad calls on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+        lines += [f"### Bad calls on {device}" + _gpus_text(f.header for f, _ in parts), "",
                   _files_line(parts) + ".", "",
                   "| workshop | check | tier | bad calls tried | refused before any launch | "
                   "outcome |" + (" file |" if several else ""),
@@ -672,10 +679,9 @@ def section_bug_zoo(evidence: Evidence) -> str:
                 "runs the check that must catch it.")
     lines = []
     for device, parts in runs.items():
-        h = parts[0][0].header
         bugs = [b for _, rows in parts for b in rows]
         several = len({f.name for f, _ in parts}) > 1
-        lines += [f"### Bug zoo on {device}" + (f" ({h['gpu']})" if h.get("gpu") else ""), "",
+        lines += [f"### Bug zoo on {device}" + _gpus_text(f.header for f, _ in parts), "",
                   f"{_files_line(parts)}: {sum(b['caught'] for b in bugs)} of {len(bugs)} "
                   "planted bugs caught by the named check with the named hint.", "",
                   "| workshop | planted | caught | missed |" + (" file |" if several else ""),
