@@ -724,6 +724,21 @@ def _partial_sum_diagnoses(x, chunk: int):
             _max_for_sum_sums(x, chunk)]
 
 
+def _partial_sums_hint(x, chunk: int, m, s, m64, s64) -> str | None:
+    """stats.partial's hint for partial states (m, s) that partial_stats returned for x (float64
+    CPU tensors; m64, s64 the right ones): None where they are right or no model names them.
+    For the checks that call partial_stats on the way (stats.pipeline) or as a probe."""
+    wrong = _stats_wrong(m, s, m64, s64)
+    if wrong is None or not bool(wrong.any()):
+        return None
+    s_bad = ~((s - s64).abs() <= STAT_RTOL * s64.abs())
+    for diagnosis in _partial_sum_diagnoses(x, chunk):
+        hint = diagnosis(s, s64, s_bad)
+        if hint:
+            return hint
+    return None
+
+
 HINT_NOT_SHIFTED = ("sum not shifted by the chunk max: s should sum exp(x - m), every term <= 1 "
                     "and the largest exactly 1")
 
@@ -1293,16 +1308,8 @@ def stats_pipeline(ctx, impl, case):
         # The partial states this check merged, judged as stats.partial judges them: when they
         # are wrong the merge is not to blame (tl.max for tl.sum there gives what a merge that
         # leaves the sums out gives), and stats.partial's diagnoses name the mistake.
-        wrong = _stats_wrong(m.detach().cpu().double(), s.detach().cpu().double(), m64, s64)
-        if wrong is None or not bool(wrong.any()):
-            return None
-        s_got = s.detach().cpu().double()
-        s_bad = ~((s_got - s64).abs() <= STAT_RTOL * s64.abs())
-        for diagnosis in _partial_sum_diagnoses(x, case.chunk):
-            hint = diagnosis(s_got, s64, s_bad)
-            if hint:
-                return hint
-        return None
+        return _partial_sums_hint(x, case.chunk, m.detach().cpu().double(),
+                                  s.detach().cpu().double(), m64, s64)
 
     diagnose = ([partial_log2e_outside, partial_stage, _running_sum_probe(impl, ctx.torch_device)]
                 + _merge_diagnoses(m64, s64) + [_inverted_probe(ctx, impl, nan_only=True)])
@@ -1753,16 +1760,7 @@ def _partial_benign_probe(ctx, impl):
         probe = _partial_probe(impl, x.to(ctx.torch_device), 4)
         if probe is None:
             return None
-        m64, s64 = _chunk_stats64(x.double(), 4)
-        wrong = _stats_wrong(*probe, m64, s64)
-        if wrong is None or not bool(wrong.any()):
-            return None
-        s_bad = ~((probe[1] - s64).abs() <= STAT_RTOL * s64.abs())
-        for diagnosis in _partial_sum_diagnoses(x, 4):
-            hint = diagnosis(probe[1], s64, s_bad)
-            if hint:
-                return hint
-        return None
+        return _partial_sums_hint(x, 4, *probe, *_chunk_stats64(x.double(), 4))
 
     return diagnose
 
