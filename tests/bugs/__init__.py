@@ -13,7 +13,7 @@ plants it (its `find` must still match) and `python3 -m benchmarks bugzoo --devi
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -33,6 +33,21 @@ class Bug:
     # loads do not fault and nothing they feed reaches the output (the GPU tail guard watches
     # stores), so the GPU zoo leaves it out.
     interpreter_only: bool = False
+
+
+def seen_later(bugs: list[Bug], original: str, *, name: str, check: str, hint: str = "",
+               **flags) -> Bug:
+    """The bug named `original` in `bugs`, planted as it is, seen by a later check `check`.
+
+    A mistake usually fails more than the first check that catches it; where a later check
+    names it too (with its own hint, or the original's when `hint` is empty), the zoo holds it
+    to that as well. Only the name, the check, the hint and the flags differ: the planted text
+    is the original's, so the two cannot drift apart.
+    """
+    matches = [bug for bug in bugs if bug.name == original]
+    if len(matches) != 1:
+        raise AssertionError(f"seen_later: {len(matches)} bugs named {original!r}, expected 1")
+    return replace(matches[0], name=name, check=check, hint=hint or matches[0].hint, **flags)
 
 
 def plant(workshop: str, bug: Bug, folder: Path) -> Path:

@@ -1,9 +1,7 @@
 """Planted bugs for the fused GEMM workshop: one-line substitutions on references/fused_gemm.py,
 each caught by the named check with a hint naming the mistake."""
 
-from dataclasses import replace
-
-from tests.bugs import Bug
+from tests.bugs import Bug, seen_later
 
 BUGS = [
     # The last K step reads past column K of A and row K of B.
@@ -325,5 +323,5 @@ BUGS += [
 ]
 # The band mistake seen by knobs.blocks, whose num_pid_in_group replay missed the same tile on a
 # 5 x 1 grid: the planted text is the bug's above, only the check differs.
-BUGS.append(replace(next(bug for bug in BUGS if bug.name == "band_start_unscaled"),
-                    name="band_start_unscaled_blocks", check="knobs.blocks"))
+BUGS.append(seen_later(BUGS, "band_start_unscaled", name="band_start_unscaled_blocks",
+                       check="knobs.blocks"))

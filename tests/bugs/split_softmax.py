@@ -1,6 +1,4 @@
-from dataclasses import replace
-
-from tests.bugs import Bug
+from tests.bugs import Bug, seen_later
 
 BUGS = [
     # merge_stats adds the chunks' sums as they are: each was taken relative to its own max.
@@ -306,16 +304,15 @@ BUGS += [
 
 # The same mistakes seen by later checks, which name them too: the planted text is the original
 # bug's, only the check differs.
-_PLANTED = {bug.name: bug for bug in BUGS}
 BUGS += [
     # In a 1 x 1 forward case the partial sums' and normalize's log2(e) mistakes give one value:
     # the check asks the learner's stages which one is wrong.
-    replace(_PLANTED["partial_log2e_on_max"], name="partial_log2e_on_max_forward",
-            check="forward.values"),
+    seen_later(BUGS, "partial_log2e_on_max", name="partial_log2e_on_max_forward",
+               check="forward.values"),
     # forward.extreme's inputs make normalize's output all 0 or inf: a benign probe names it.
-    replace(_PLANTED["normalize_log2e_on_max"], name="normalize_log2e_on_max_extreme",
-            check="forward.extreme"),
+    seen_later(BUGS, "normalize_log2e_on_max", name="normalize_log2e_on_max_extreme",
+               check="forward.extreme"),
     # stats.pipeline took every s = 1 for a merge that leaves the sums out.
-    replace(_PLANTED["partial_max_for_sum"], name="partial_max_for_sum_pipeline",
-            check="stats.pipeline"),
+    seen_later(BUGS, "partial_max_for_sum", name="partial_max_for_sum_pipeline",
+               check="stats.pipeline"),
 ]

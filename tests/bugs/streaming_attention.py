@@ -1,6 +1,4 @@
-from dataclasses import replace
-
-from tests.bugs import Bug
+from tests.bugs import Bug, seen_later
 
 BUGS = [
     Bug("numerator_not_rescaled", find="        acc = acc * alpha[:, None]\n",
@@ -467,38 +465,33 @@ BUGS += [
 
 # The same mistakes seen by later checks, which name them too (the fifth audit's later-check
 # leftovers): the planted text is the original bug's, only the check and its hint differ.
-_PLANTED = {bug.name: bug for bug in BUGS}
-
-
-def _seen_by(original: str, name: str, check: str, hint: str, **flags) -> Bug:
-    return replace(_PLANTED[original], name=name, check=check, hint=hint, **flags)
-
-
 BUGS += [
     # forward.kv_splits, which runs after forward.values: no split replay explains a split run
     # of it, so the check calls attention again with kv_splits=1, where the single-stream
     # replay names it.
-    _seen_by("acc_not_carried", "acc_not_carried_in_split_run", "forward.kv_splits",
-             "seen in the same call with kv_splits=1"),
+    seen_later(BUGS, "acc_not_carried", name="acc_not_carried_in_split_run",
+               check="forward.kv_splits", hint="seen in the same call with kv_splits=1"),
     # forward.extreme's split cases (every logit near -1e38, or logits near 1e6), the same way.
-    _seen_by("acc_not_carried", "acc_not_carried_extreme_split", "forward.extreme",
-             "seen in the same call with kv_splits=1"),
+    seen_later(BUGS, "acc_not_carried", name="acc_not_carried_extreme_split",
+               check="forward.extreme", hint="seen in the same call with kv_splits=1"),
     # Stage 1 rounded up, seen by forward.strided: its call, stopped by the interpreter's
     # bounds check, asks the same stage-bound probes as forward.values. Interpreter only: on a
     # GPU nothing stops the read, and forward.strided's replays do not read past N
     # (forward.values' random-row probe names it there).
-    _seen_by("first_stage_rounded_up", "first_stage_rounded_up_strided", "forward.strided",
-             "the first stage must end on a BLOCK_N boundary", interpreter_only=True),
+    seen_later(BUGS, "first_stage_rounded_up", name="first_stage_rounded_up_strided",
+               check="forward.strided", hint="the first stage must end on a BLOCK_N boundary",
+               interpreter_only=True),
     # The same through attention_heads (heads.values probes head 0 through attention).
     # Interpreter only, as above.
-    _seen_by("first_stage_rounded_up", "first_stage_rounded_up_heads", "heads.values",
-             "the first stage must end on a BLOCK_N boundary", interpreter_only=True),
+    seen_later(BUGS, "first_stage_rounded_up", name="first_stage_rounded_up_heads",
+               check="heads.values", hint="the first stage must end on a BLOCK_N boundary",
+               interpreter_only=True),
     # The causal term transposed, seen by forward.kv_splits: where BLOCK_M != BLOCK_N it does
     # not compile, and the same call without the mask (right) points at the causal term;
     # where they are equal the replay through kv_splits=1 names it. Either hint names it.
-    _seen_by("causal_keep_transposed", "causal_keep_transposed_in_split_run",
-             "forward.kv_splits", "causal mask"),
+    seen_later(BUGS, "causal_keep_transposed", name="causal_keep_transposed_in_split_run",
+               check="forward.kv_splits", hint="causal mask"),
     # ... and by forward.configs, whose every CONFIGS entry gets the same probe.
-    _seen_by("causal_keep_transposed", "causal_keep_transposed_configs", "forward.configs",
-             "causal mask"),
+    seen_later(BUGS, "causal_keep_transposed", name="causal_keep_transposed_configs",
+               check="forward.configs", hint="causal mask"),
 ]

@@ -1,6 +1,4 @@
-from dataclasses import replace
-
-from tests.bugs import Bug
+from tests.bugs import Bug, seen_later
 
 # Path B's update of the running sum in its first pass (the line three of these bugs edit).
 _RESCALE = "s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),"
@@ -307,8 +305,8 @@ BUGS += [
 ]
 # The same mistake seen by forward.default_dim (softmax(x) with dim left out), which asks the
 # same probe: the planted text is the bug's above, only the check differs.
-BUGS.append(replace(next(bug for bug in BUGS if bug.name == "load_without_row_mask"),
-                    name="load_without_row_mask_default_dim", check="forward.default_dim"))
+BUGS.append(seen_later(BUGS, "load_without_row_mask", name="load_without_row_mask_default_dim",
+                       check="forward.default_dim"))
 
 BUGS += [
     # The sixth learner audit's 07 (A): path A's one-block store without * stride_or (right for dim=1,
