@@ -10,14 +10,16 @@ produce (the accumulator rounded before the epilogue, the bias added in the oper
 ReLU applied before the bias or written as a minimum, the bias indexed by row, the output rounded
 through float16, the accumulator overwritten or added twice at each K step, the K tail read past
 K or loaded as ones, bfloat16 multiplied as raw bits under the interpreter, operands or the bias
-read as if contiguous),
+read as if contiguous, the output rounded through bfloat16, and where square tiles let them
+compile, tl.dot's operands swapped, B's tile transposed in it, or each tile stored transposed),
 computed exactly the same way; a match names the mistake in the hint. Whole output tiles wrong
 while others are right name the grouped tile-order arithmetic, and so does a call that fails or
 leaves elements unwritten with one group_m but not with a single band (see _order_hint), or that
 leaves whole tiles unwritten though its grid had a program for every tile (_unreached_tiles).
 A call that fails with no hint, or with the bounds check's generic one, is asked (_probe_failure)
 whether its K steps advance 2 * BLOCK_K or its loads read past K (small probes on operands
-sliced from wider tensors, see _k_advance_probe and _k_tail_probe). The tile order itself, which
+sliced from wider tensors, see _k_advance_probe and _k_tail_probe), and a store the bounds check
+stopped which store mask let its lanes through (_store_mask_lanes). The tile order itself, which
 no output shows, is asked of the module's _tile_coords in a probe kernel (order.grouped). A call
 without a bias that raises about NoneType is asked again with a bias of zeros: if that runs, the
 bias is loaded without `if HAS_BIAS:` (_bias_guard_hint).
@@ -178,6 +180,16 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
                     "their bits); round the float32 result once to the output's dtype "
                     "(.to(OUT_DTYPE), i.e. c_ptr.dtype.element_ty), not to a fixed tl.float16",
                     rnd((pre.clamp_min(0.0) if relu else pre).to(torch.float16).float()).double()))
+    if dtype == torch.float16:
+        # The mirror mistake (the seventh learner audit's 03): the cast hard-coded to
+        # tl.bfloat16, so a float16 output keeps bfloat16's 8 significant bits of its 11 (the
+        # interpreter truncates to bfloat16, as _round_to does; the store converts to float16).
+        out.append(("output rounded through bfloat16: the output matches the result rounded to "
+                    "bfloat16 and then to float16 (3 of float16's 11 significant bits lost); "
+                    "round the float32 result once to the output's dtype (.to(OUT_DTYPE), i.e. "
+                    "c_ptr.dtype.element_ty), not to a fixed tl.bfloat16",
+                    _round_to((pre.clamp_min(0.0) if relu else pre).float(), torch.bfloat16,
+                              truncate).to(torch.float16).double()))
     return out
 
 
@@ -328,6 +340,140 @@ def _raw_bf16_product(a, b, bias, relu):
     return exact.to(torch.bfloat16).double(), magnitude
 
 
+# The work (multiply-adds, per block size) beyond which _dot_swapped_tiles replays nothing: the
+# interpreter's shapes are far below it, and the GPU's default tiles are never square (block_k
+# <= 64 < block_m or block_n), so there tl.dot(b, a) stops at its shapes and the square probe
+# (_dot_swapped_probe) names it instead, without float64 products of a 4095 x 4097 x 1023 size.
+_SWAPPED_REPLAY_MAX_WORK = 1 << 27
+
+
+def _dot_swapped_tiles(a, b, bias, relu):
+    """What the pointer kernel outputs with tl.dot's operands swapped (tl.dot(b, a, acc)) where
+    that compiles: square tiles, BLOCK_M = BLOCK_N = BLOCK_K = s. Tile (pid_m, pid_n) then sums
+    over its K steps k0 the (s, s) product B_tile @ A_tile, whose element (i, j) is
+    sum_t B[k0 + i, n0 + t] * A[m0 + t, k0 + j]: the starter's wrapped rows of A (row
+    (m0 + t) % M) and columns of B ((n0 + t) % N) meet in the sum, and the K tail is 0 (A's
+    columns and B's rows k0 + offs_k >= K masked). The contract's epilogue follows, in float64.
+    One (s, staged, rounded, magnitude) per block size s of _BLOCK_KS that the launcher may
+    pick, for the operands as given and, where K or N is not a multiple of 8, for the zero-padded
+    copies stage_unaligned runs the kernel on (staged True: their padded columns of B wrap into
+    the sum too; see STAGING_HINT). None for K = 0 (nothing is multiplied)."""
+    import torch
+
+    (m, k), n = a.shape, b.shape[1]
+    if 0 in (m, n, k):
+        return []
+    a64, b64 = a.detach().cpu().double(), b.detach().cpu().double()
+    out = []
+    for kk, nn in sorted({(k, n), (-(-k // 8) * 8, -(-n // 8) * 8)}):
+        for s in _BLOCK_KS:
+            tm, tn, steps = -(-m // s), -(-nn // s), -(-kk // s)
+            if tm * tn * steps * s ** 3 > _SWAPPED_REPLAY_MAX_WORK:
+                continue
+            # A's rows and B's columns wrapped to whole tiles, K padded with zeros to whole steps
+            at = torch.zeros(tm * s, steps * s, dtype=torch.float64)
+            at[:, :k] = a64[torch.arange(tm * s) % m]
+            padded_b = torch.zeros(kk, nn, dtype=torch.float64)
+            padded_b[:k, :n] = b64
+            bt = torch.zeros(steps * s, tn * s, dtype=torch.float64)
+            bt[:kk, :] = padded_b[:, torch.arange(tn * s) % nn]
+
+            def tiles(x, y):
+                # x (tile row, t, K step, j), y (K step, i, tile col, t) -> C (M, N)
+                c = torch.einsum("kipt,mtkj->mpij", y.reshape(steps, s, tn, s),
+                                 x.reshape(tm, s, steps, s))  # (tm, tn, s, s)
+                return c.permute(0, 2, 1, 3).reshape(tm * s, tn * s)[:m, :n]
+
+            exact, magnitude = tiles(at, bt), tiles(at.abs(), bt.abs())
+            if bias is not None:
+                bias64 = bias.detach().cpu().double()
+                exact, magnitude = exact + bias64, magnitude + bias64.abs()
+            if relu:
+                exact = exact.clamp_min(0.0)
+            out.append((s, (kk, nn) != (k, n), exact.to(a.dtype).double(), magnitude))
+    return out
+
+
+def _dot_b_transposed_tiles(a, b, bias, relu):
+    """What the pointer kernel outputs with B's tile transposed in the product (tl.dot(a,
+    tl.trans(b), acc), as in attention's Q K^T) where that compiles: BLOCK_K = BLOCK_N = s (any
+    BLOCK_M: each row of A is used on its own). Column j of tile column pid_n then sums over the
+    K steps k0 and t < s the products A[m, k0 + t] * B[k0 + j, n0 + t]: B's K and N swap roles,
+    with the starter's wrapped columns of B ((n0 + t) % N) and the K tail 0 (A's columns and B's
+    rows k0 + offs_k >= K masked). One (s, rounded, magnitude) per s of _BLOCK_KS, with the
+    contract's epilogue in float64; none for K = 0 or beyond _SWAPPED_REPLAY_MAX_WORK."""
+    import torch
+
+    (m, k), n = a.shape, b.shape[1]
+    if 0 in (m, n, k):
+        return []
+    a64, b64 = a.detach().cpu().double(), b.detach().cpu().double()
+    out = []
+    for s in _BLOCK_KS:
+        tn, steps = -(-n // s), -(-k // s)
+        if m * tn * steps * s * s > _SWAPPED_REPLAY_MAX_WORK:
+            continue
+        at = torch.zeros(m, steps * s, dtype=torch.float64)
+        at[:, :k] = a64
+        bt = torch.zeros(steps * s, tn * s, dtype=torch.float64)
+        bt[:k, :] = b64[:, torch.arange(tn * s) % n]
+
+        def tiles(x, y):
+            # x (M, K step, t), y (K step, j, tile col, t) -> C (M, N)
+            c = torch.einsum("mkt,kjpt->mpj", x.reshape(m, steps, s), y.reshape(steps, s, tn, s))
+            return c.reshape(m, tn * s)[:, :n]
+
+        exact, magnitude = tiles(at, bt), tiles(at.abs(), bt.abs())
+        if bias is not None:
+            bias64 = bias.detach().cpu().double()
+            exact, magnitude = exact + bias64, magnitude + bias64.abs()
+        if relu:
+            exact = exact.clamp_min(0.0)
+        out.append((s, exact.to(a.dtype).double(), magnitude))
+    return out
+
+
+def _tiles_stored_transposed(a, b, bias, relu):
+    """What the pointer kernel outputs when its store broadcasts the rows along the tile's
+    columns and the columns along its rows (rows = offs_m[None, :], cols = offs_n[:, None]),
+    where that compiles: square tiles, BLOCK_M = BLOCK_N = s. Each tile is then written
+    transposed in place: C[m0 + j, n0 + i] = the tile's (i, j), whose row (m0 + i) % M and column
+    (n0 + j) % N are the starter's wrapped ones (a column past N gets no bias: its load is
+    masked), stored where m0 + j < M and n0 + i < N. One (s, rounded, magnitude) per s of
+    _BLOCK_KS; none for an empty output, or past _SWAPPED_REPLAY_MAX_WORK (one more float64
+    product of the whole size: the GPU's first such failure is a small shape whose default
+    tiles are not square, where _store_axes_probe names it)."""
+    import torch
+
+    (m, k), n = a.shape, b.shape[1]
+    if 0 in (m, n) or m * n * k > _SWAPPED_REPLAY_MAX_WORK:
+        return []
+    a64, b64 = a.detach().cpu().double(), b.detach().cpu().double()
+    acc, size = a64 @ b64, a64.abs() @ b64.abs()  # the product alone: the bias goes by column
+    if bias is not None:
+        bias64 = bias.detach().cpu().double()
+    out = []
+    rows, cols = torch.arange(m), torch.arange(n)
+    for s in _BLOCK_KS:
+        if m == n and s >= m:
+            # one tile holds a square C: its transpose is C's, what C's strides swapped in the
+            # store write too (_store_probe names that); no replay tells the two apart here
+            continue
+        m0, n0 = rows // s * s, cols // s * s
+        src_m = (m0[:, None] + (cols - n0)[None, :]) % m  # the tile row i = c - n0 ...
+        src_n = n0[None, :] + (rows - m0)[:, None]  # ... and its column j = r - m0
+        inside = src_n < n
+        src_n = src_n % n
+        value, mag = acc[src_m, src_n], size[src_m, src_n]
+        if bias is not None:
+            bias_at = torch.where(inside, bias64[src_n], torch.zeros(()).double())
+            value, mag = value + bias_at, mag + bias_at.abs()
+        if relu:
+            value = value.clamp_min(0.0)
+        out.append((s, value.to(a.dtype).double(), mag))
+    return out
+
+
 def _tile_pattern(block_m: int, block_n: int):
     """Diagnosis: whole output tiles wrong while other tiles are right (tile order broken)."""
 
@@ -457,6 +603,32 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
                "multiplying the bfloat16 bit patterns as 16-bit integers (it stores bfloat16 "
                "as uint16); if DOT_IN_FP32, upcast both tiles to float32 before tl.dot "
                "(exact, see the module docstring)")
+    # tl.dot(b, a, acc): it compiles only on square tiles, where it multiplies B's tile by A's
+    # (elsewhere the call stops at tl.dot's shapes and _dot_swapped_probe names it).
+    for size, staged, candidate, cand_magnitude in _dot_swapped_tiles(a, b, bias, relu):
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               "tl.dot operands swapped: the output matches tl.dot(b, a, acc) on square tiles "
+               f"(BLOCK_M = BLOCK_N = BLOCK_K = {size}, where it compiles"
+               f"{', on the staged copies' if staged else ''}): each K step adds B's tile "
+               "times A's tile, B_tile @ A_tile, instead of A_tile @ B_tile; tl.dot(a, b, acc) "
+               "takes A's (BLOCK_M, BLOCK_K) tile first, then B's (BLOCK_K, BLOCK_N)")
+    # tl.dot(a, tl.trans(b), acc) (the seventh learner audit's 06): it compiles where BLOCK_K =
+    # BLOCK_N (elsewhere the call stops at tl.dot's shapes and _dot_swapped_probe names it).
+    for size, candidate, cand_magnitude in _dot_b_transposed_tiles(a, b, bias, relu):
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               f"{DOT_B_TRANSPOSED}: the output matches tl.dot(a, tl.trans(b), acc) on tiles "
+               f"with BLOCK_K = BLOCK_N = {size} (where it compiles): each K step multiplies A's "
+               "tile by B's tile transposed; B's (BLOCK_K, BLOCK_N) tile is already laid out "
+               "for A_tile @ B_tile: tl.dot(a, b, acc) (only attention's K is transposed)")
+    # rows = offs_m[None, :], cols = offs_n[:, None] in the store (the seventh learner audit's
+    # 07): it compiles on square tiles, each then written transposed in place (elsewhere the
+    # shapes do not broadcast and _store_axes_probe names it).
+    for size, candidate, cand_magnitude in _tiles_stored_transposed(a, b, bias, relu):
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               f"{TILE_TRANSPOSED}: the output matches every {size}x{size} tile written "
+               "transposed in place (where BLOCK_M = BLOCK_N, so the store compiles), as rows = "
+               "offs_m[None, :] and cols = offs_n[:, None] do; the tile's rows run down C: "
+               "rows = offs_m[:, None], cols = offs_n[None, :] (and the mask from them)")
     diagnoses = list(extra)
     if tile is not None:
         diagnoses.append(_tile_pattern(*tile))
@@ -557,13 +729,14 @@ def _run(ctx, impl, a, b, bias, relu, **knobs):
             hint = (_bias_guard_hint(ctx, impl, a, b, bias, relu, knobs, exc)
                     or _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], None))
             if not hint:
-                _probe_failure(ctx, impl, exc)
+                _probe_failure(ctx, impl, exc, launched[:1])
                 raise
             raise CheckFailed(exc.message, hint=hint) from exc.__cause__
     unwritten = ctx.never_written(out)
     if unwritten is not None:
         hint = (_mask_bound_hint(unwritten)
                 or _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
+                or _group_size_max_hint(ctx, impl, launched[:1], unwritten)
                 or _unreached_tiles(launched[:1], unwritten))
         if hint:
             shown = ", ".join(f"{name}={value!r}" for name, value in knobs.items())
@@ -690,6 +863,72 @@ def _band_start_unscaled(tm: int, tn: int, group_m: int):
 # Found by the sixth learner audit (B, its 01): the band's first tile row taken as group_id.
 BAND_START_UNSCALED = ("bands start GROUP_M tile rows apart: first_pid_m = group_id * GROUP_M "
                        "(group_id counts bands, first_pid_m is a tile row)")
+
+
+def _group_size_max(tm: int, tn: int, group_m: int):
+    """The order group_size_m = max(num_pid_m - first_pid_m, GROUP_M) gives (tl.maximum for
+    tl.minimum): every band but the last as tall as all the tile rows left, the last one
+    GROUP_M rows. (pid_m, pid_n) per tile id, as _grouped_replay."""
+    pids = []
+    for t in range(tm * tn):
+        first = t // (group_m * tn) * group_m
+        size = max(tm - first, group_m)
+        local = t % (group_m * tn)
+        pids.append((first + local % size, local // size))
+    return pids
+
+
+# Found by the seventh learner audit (its 01): the band's height with tl.maximum.
+GROUP_SIZE_MAX = ("group_size_m = tl.maximum(num_pid_m - first_pid_m, GROUP_M): a band is at "
+                  "most GROUP_M tile rows tall (the last one may be shorter), so group_size_m = "
+                  "tl.minimum(num_pid_m - first_pid_m, GROUP_M); with the maximum every band but "
+                  "the last spans all the tile rows left and the last one runs past the grid")
+
+
+def _tile_coords_order(ctx, impl, tm: int, tn: int, group_m: int):
+    """The learner's _tile_coords(t, tm, tn, GROUP_M) for every tile id t, asked in the probe
+    kernel of order.grouped: a list of (pid_m, pid_n), or None when it cannot be asked."""
+    from checks.context import call_learner
+
+    coords = getattr(impl, "_tile_coords", None)
+    if coords is None or not callable(coords):
+        return None
+    try:
+        kernel = _order_probe(coords)
+        out = ctx.torch.full((2 * tm * tn,), -1, dtype=ctx.torch.int32, device=ctx.torch_device)
+        call_learner(lambda: kernel[(tm * tn,)](out, tm, tn, GROUP_M=group_m))
+    except Exception:  # noqa: BLE001 - any failure: the helper cannot be asked
+        return None
+    return [tuple(p) for p in out.cpu().view(tm * tn, 2).tolist()]
+
+
+def _group_size_max_hint(ctx, impl, launched, unwritten) -> str:
+    """Diagnosis of a call that left whole tiles unwritten: does group_size_m take the maximum?
+    Its replay for the launch's grid must miss exactly the tiles left unwritten, and the
+    learner's _tile_coords, asked on order.grouped's grids, must give exactly the replay's
+    order there (which tells it from GROUP_M unclamped, the same on a grid of one short band)."""
+    args = launched[0].arguments if launched else {}
+    names = ("M", "N", "BLOCK_M", "BLOCK_N", "GROUP_M")
+    if not all(type(args.get(name)) is int for name in names) or not launched[0].grid:
+        return ""
+    m, n, bm, bn, group_m = (args[name] for name in names)
+    if min(bm, bn, group_m) <= 0:
+        return ""
+    tm, tn = -(-m // bm), -(-n // bn)
+    if launched[0].grid[0] != tm * tn or tm * tn > 1 << 12 or unwritten.shape != (m, n):
+        return ""
+    left = {(i // bm, j // bn) for i, j in unwritten.nonzero().tolist()}
+    missed, _ = _missed_and_outside(_group_size_max(tm, tn, group_m), tm, tn)
+    if not missed or set(missed) != left:
+        return ""
+    for case in _order_cases(ctx.device):
+        if _tile_coords_order(ctx, impl, *case.grid) != _group_size_max(*case.grid):
+            return ""
+    shown = ", ".join(f"({i},{j})" for i, j in missed[:6]) + (" ..." if len(missed) > 6 else "")
+    return (f"grouped index arithmetic: {GROUP_SIZE_MAX}. Replayed for this launch ({tm} x {tn} "
+            f"tiles, GROUP_M = {group_m}) it never computes tiles [(tile row, tile col): {shown}]: "
+            "exactly the tiles left unwritten, and _tile_coords gives exactly its order on "
+            "order.grouped's grids")
 
 
 def _which_band_mistake(ctx, impl, a, b, bias, relu, knobs, grid) -> str:
@@ -963,6 +1202,14 @@ DOT_SWAPPED_HINT = ("tl.dot operands swapped: tl.dot(a, b, acc) takes A's tile (
                     "BLOCK_K) first, then B's (BLOCK_K, BLOCK_N); the call stopped at the "
                     "tl.dot on its shapes, and a probe with M = N = K = BLOCK_M = BLOCK_N = "
                     "BLOCK_K = 32 (where tl.dot(b, a) compiles) returns B @ A")
+# Found by the seventh learner audit (its 06): B's tile transposed in the product, as
+# attention transposes K for Q K^T.
+DOT_B_TRANSPOSED = "B's tile transposed in tl.dot"
+DOT_B_TRANSPOSED_HINT = (f"{DOT_B_TRANSPOSED}: the call stopped at the tl.dot on its shapes, and "
+                         "a probe with M = N = K = BLOCK_M = BLOCK_N = BLOCK_K = 32 (where "
+                         "tl.dot(a, tl.trans(b)) compiles) returns A @ B^T; B's (BLOCK_K, "
+                         "BLOCK_N) tile is already laid out for the product: tl.dot(a, b, acc) "
+                         "(only attention's K is transposed, for Q K^T)")
 DOT_DTYPES_HINT = ("tl.dot's operands of different dtypes ({got}): under DOT_IN_FP32 upcast "
                    "both tiles, a = a.to(tl.float32) and b = b.to(tl.float32), before tl.dot")
 
@@ -981,10 +1228,15 @@ def _dot_swapped_probe(ctx, impl) -> str:
         return ""
     got = out.detach().cpu().double()
     _, rounded, magnitude = _reference(a, b, None, False)
+    if _share_within(got, rounded, magnitude, n, a.dtype) >= 0.5:
+        return ""
     _, swapped, swapped_magnitude = _reference(b, a, None, False)
-    if (_share_within(got, swapped, swapped_magnitude, n, a.dtype) == 1.0
-            and _share_within(got, rounded, magnitude, n, a.dtype) < 0.5):
+    if _share_within(got, swapped, swapped_magnitude, n, a.dtype) == 1.0:
         return DOT_SWAPPED_HINT
+    # One 32 x 32 tile: tl.dot(a, tl.trans(b)) computes A @ B^T (the seventh audit's 06).
+    _, transposed, transposed_magnitude = _reference(a, b.t(), None, False)
+    if _share_within(got, transposed, transposed_magnitude, n, a.dtype) == 1.0:
+        return DOT_B_TRANSPOSED_HINT
     return ""
 
 
@@ -1064,16 +1316,117 @@ def _mask_axis_probe(ctx, impl) -> str:
     return ""
 
 
+# Store masks a learner may write, as (name, what it keeps, its hint's lead): rows r and columns
+# c of a tile (the reference's first; None: not named here, their own probes speak).
+_STORE_MASKS = (
+    (None, lambda r, c, m, n: (r < m) & (c < n), ""),
+    ("none", lambda r, c, m, n: (r >= 0) & (c >= 0),
+     "store not masked: the tl.store has no mask, so the tail tiles write past C"),
+    ("<=", lambda r, c, m, n: (r <= m) & (c <= n),
+     "store mask off by one (<=): rows <= M and cols <= N also write row M and column N, "
+     "which lie outside C (column N of row r is C[r + 1, 0])"),
+    ("rows <=", lambda r, c, m, n: (r <= m) & (c < n),
+     "store mask off by one (<=) on the rows: rows <= M also writes row M, past C's end"),
+    ("cols <=", lambda r, c, m, n: (r < m) & (c <= n),
+     "store mask off by one (<=) on the columns: cols <= N also writes column N, which is "
+     "C[r + 1, 0] (and past C's end in the last row)"),
+    ("rows only", lambda r, c, m, n: r < m,
+     "store mask on the rows only: the columns >= N of the last tile column write past C"),
+    ("cols only", lambda r, c, m, n: c < n,
+     "store mask on the columns only: the rows >= M of the last tile row write past C"),
+    ("or", lambda r, c, m, n: (r < m) | (c < n),
+     "store mask joined with | instead of &: a lane is stored when its row or its column exists"),
+    (None, lambda r, c, m, n: (r < n) & (c < m), ""),  # M and N swapped: _store_probe
+    (None, lambda r, c, m, n: (r < m) & (c < m), ""),  # columns by M: _mask_bound_hint
+)
+
+
+def _store_mask_lanes(launched, message: str) -> str:
+    """Diagnosis of a pointer-kernel call whose store the interpreter's bounds check stopped:
+    which store mask was it? The check's message counts the store's active lanes (those its
+    mask lets through) in the program that faulted; the launch gives M, N, the tile shape and
+    GROUP_M, so the program's tile (in the reference's grouped order) and each mask of
+    _STORE_MASKS give a count of their own. Named when exactly one mask gives the message's
+    count, and it is a mistake. Interpreter only: a GPU's tail guard counts no lanes."""
+    import re
+
+    import torch
+
+    found = re.search(r"out-of-bounds store: (?:all (\d+)|\d+ of (\d+)) active lanes .* in "
+                      r"program \((\d+), 0, 0\) of a grid of \((\d+), 1, 1\)", message)
+    args = launched[0].arguments if launched else {}
+    names = ("M", "N", "BLOCK_M", "BLOCK_N", "GROUP_M")
+    if not found or not all(type(args.get(name)) is int for name in names):
+        return ""
+    active, program, programs = int(found.group(1) or found.group(2)), int(found.group(3)), \
+        int(found.group(4))
+    m, n, bm, bn, group_m = (args[name] for name in names)
+    tm, tn = -(-m // bm), -(-n // bn)
+    if programs != tm * tn or not 0 <= program < programs or min(bm, bn, group_m) <= 0:
+        return ""  # not one program per tile (a persistent grid): the tile is not known
+    pid_m, pid_n = _grouped_replay(tm, tn, group_m, group_m * tn, group_m * tn)[program]
+    rows = (pid_m * bm + torch.arange(bm))[:, None]
+    cols = (pid_n * bn + torch.arange(bn))[None, :]
+    counts = [(name, int(keep(rows, cols, m, n).expand(bm, bn).sum()), lead)
+              for name, keep, lead in _STORE_MASKS]
+    matches = [(name, lead) for name, count, lead in counts if count == active]
+    if {name for name, _ in matches} in ({"<=", "rows <="}, {"<=", "cols <="}):
+        # a tile at one edge only: <= on that side, on both or on that one alone agree
+        matches = [(name, lead) for name, lead in matches if name == "<="]
+    if len(matches) != 1 or matches[0][0] is None:
+        return ""
+    right = counts[0][1]
+    return (f"{matches[0][1]}. The interpreter's bounds check stopped the store of program "
+            f"{program} (tile ({pid_m}, {pid_n}) of {bm}x{bn}, C {m} x {n}) with {active} "
+            f"active lanes: exactly what this mask lets through, and what no other mask tried "
+            f"does (rows < M and cols < N keep {right}); mask the store with c_mask = (rows < M) & "
+            "(cols < N)")
+
+
+# Found by the seventh learner audit (its 07): the store's rows and columns broadcast along the
+# wrong axes. It compiles only on square tiles (elsewhere the shapes do not broadcast).
+TILE_TRANSPOSED = "each tile stored transposed"
+
+
+def _store_axes_probe(ctx, impl) -> str:
+    """Diagnosis of a call whose shapes did not broadcast: does the store put rows along the
+    tile's columns? Asked of the learner's code: M = 40, N = 48 in 32 x 32 tiles (where such a
+    store compiles), compared with the replay of every tile written transposed in place."""
+    m, n, k = 40, 48, 24
+    a = ctx.randn((m, k), "float16")
+    b = ctx.randn((k, n), "float16")
+    knobs = dict(block_m=32, block_n=32, block_k=32, persistent=False)
+    try:
+        out = _call(ctx, impl, a, b, None, False, knobs)
+    except CheckFailed:
+        return ""
+    if ctx.never_written(out) is not None:
+        return ""
+    got = out.detach().cpu().double()
+    _, rounded, magnitude = _reference(a, b, None, False)
+    if _share_within(got, rounded, magnitude, k, a.dtype) >= 0.5:
+        return ""
+    for size, candidate, cand_magnitude in _tiles_stored_transposed(a, b, None, False):
+        if size == 32 and _share_within(got, candidate, cand_magnitude, k, a.dtype) == 1.0:
+            return (f"{TILE_TRANSPOSED}: a probe (M = {m}, N = {n}, 32 x 32 tiles, where the "
+                    "shapes broadcast) writes every tile transposed in place, as a store with "
+                    "rows = offs_m[None, :] and cols = offs_n[:, None] does; the tile's rows run "
+                    "down C: rows = offs_m[:, None], cols = offs_n[None, :] (and the mask from "
+                    "them)")
+    return ""
+
+
 # The framework's hint for block shapes that do not broadcast: _mask_axis_probe may name the
 # mask whose broadcast it was.
 _BROADCAST_HINT = "block shapes do not broadcast"
 
 
-def _probe_failure(ctx, impl, exc) -> None:
+def _probe_failure(ctx, impl, exc, launched=()) -> None:
     """Re-raise the failure `exc` (a CheckFailed with no hint or a generic one) with a probe's
-    hint when a probe names the mistake; return otherwise (the caller re-raises exc)."""
+    hint when a probe names the mistake; return otherwise (the caller re-raises exc).
+    `launched`: the failing call's launch, when known (_store_mask_lanes reads it)."""
     if exc.hint.startswith(_BROADCAST_HINT):
-        hint = _mask_axis_probe(ctx, impl)
+        hint = _mask_axis_probe(ctx, impl) or _store_axes_probe(ctx, impl)
         if hint:
             raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
                               tolerance=exc.tolerance) from exc
@@ -1085,7 +1438,8 @@ def _probe_failure(ctx, impl, exc) -> None:
     if exc.hint and not exc.hint.startswith(_GENERIC_HINTS):
         return
     hint = (_store_probe(ctx, impl, exc.message) or _k_advance_probe(ctx, impl)
-            or _k_tail_probe(ctx, impl) or _mask_axis_probe(ctx, impl))
+            or _k_tail_probe(ctx, impl) or _mask_axis_probe(ctx, impl)
+            or _store_mask_lanes(launched, exc.message))
     if hint:
         raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
                           tolerance=exc.tolerance) from exc
@@ -1191,8 +1545,42 @@ def _forward_ragged(ctx, impl, case):
         _note_upcast(ctx, case.dtype)
         return
     out = _run(ctx, impl, a, b, bias, case.relu)
-    _compare(ctx, out, a, b, bias, case.relu, extra=[_flushed])
+    _compare(ctx, out, a, b, bias, case.relu, extra=[_flushed],
+             first=[_relu_follows_bias(ctx, impl, a, b, bias, case.relu)])
     _note_upcast(ctx, case.dtype)
+
+
+def _relu_follows_bias(ctx, impl, a, b, bias, relu):
+    """Diagnosis (the seventh learner audit's 08): is the ReLU applied exactly when a bias is
+    given (guarded by HAS_BIAS instead of APPLY_RELU)? The output must be the other ReLU
+    switch's (no ReLU though relu=True without a bias, a ReLU though relu=False with one), and
+    the learner's code, asked again with the bias flipped (a bias of zeros for None, None for
+    the bias: the same contract otherwise), must then be right. A ReLU missing or applied
+    whatever the bias is stays wrong with the bias flipped, and keeps the replays' hints."""
+
+    def diagnose(got, expected, bad):
+        if relu == (bias is not None):
+            return None  # here the HAS_BIAS guard and the APPLY_RELU one agree
+        _, toggled, magnitude = _reference(a, b, bias, not relu)
+        if _share_within(got, toggled, magnitude, a.shape[1], a.dtype) < 0.9:
+            return None
+        flipped = (ctx.torch.zeros(b.shape[1], dtype=ctx.torch.float32, device=a.device)
+                   if bias is None else None)
+        try:
+            again = _call(ctx, impl, a, b, flipped, relu, {}).detach().cpu().double()
+        except CheckFailed:
+            return None
+        _, right, magnitude = _reference(a, b, flipped, relu)
+        if _share_within(again, right, magnitude, a.shape[1], a.dtype) < 1.0:
+            return None
+        return (f"ReLU follows HAS_BIAS, not APPLY_RELU: with relu={relu} and "
+                f"bias={'None' if bias is None else 'a tensor'} the output matches "
+                f"{'no ReLU' if relu else 'a ReLU'}, but the same call with "
+                f"bias={'zeros' if bias is None else 'None'} is right: the ReLU is applied "
+                "exactly when a bias is given; guard it with `if APPLY_RELU:` (relu=True), the "
+                "bias with `if HAS_BIAS:`")
+
+    return diagnose
 
 
 _LAYOUTS = [("col", "row"), ("row", "col"), ("col", "col"), ("slice", "row"), ("row", "slice"),
@@ -1644,6 +2032,9 @@ def order_grouped(ctx, impl, case):
     if got == mistaken != right:
         ctx.fail(message, hint=f"grouped index arithmetic: {BAND_OF_NUM_PID_M}; _tile_coords "
                  "gives exactly the order this mistake gives")
+    if got == _group_size_max(tm, tn, group_m) != right:
+        ctx.fail(message, hint=f"grouped index arithmetic: {GROUP_SIZE_MAX}; _tile_coords "
+                 "gives exactly the order this mistake gives")
     if set(got) != grid:
         missed = sorted(grid - set(got))[:4]
         twice = sorted({p for p in got if got.count(p) > 1})[:4]
@@ -1663,9 +2054,11 @@ def order_grouped(ctx, impl, case):
         return  # grouped (any order of the rows inside a band's column will do)
     if got == [(t // tn, t % tn) for t in range(tiles)]:
         hint = ("grouped order skipped: _tile_coords returns row-major order (pid_m = tile_id // "
-                f"num_pid_n, pid_n = tile_id % num_pid_n) whatever GROUP_M is (here {group_m}); "
-                "the output is right, but programs that run at the same time no longer share "
-                "rows of A and columns of B. Group the tiles in bands of GROUP_M tile rows whose "
+                f"num_pid_n, pid_n = tile_id % num_pid_n) whatever GROUP_M is (here {group_m}; ids "
+                "running along each band's rows, pid_m = first_pid_m + local // num_pid_n, give "
+                "this very order, the bands being whole tile rows); the output is right, but "
+                "programs that run at the same time no longer share rows of A and columns of B. "
+                "Group the tiles in bands of GROUP_M tile rows whose "
                 "ids run down each column: group_id = tile_id // (GROUP_M * num_pid_n), "
                 "first_pid_m = group_id * GROUP_M, group_size_m = min(num_pid_m - first_pid_m, "
                 "GROUP_M), local = tile_id % (GROUP_M * num_pid_n), pid_m = first_pid_m + local "
@@ -1911,6 +2304,20 @@ def persistent_stream_k(ctx, impl, case):
                          **dict(knobs, stream_k=False, tma_store=False))
             _compare(ctx, plain, a, b, bias, case.relu)
         except CheckFailed:
+            # Wrong without the sharing too: not the hand-off. Where nothing replayed names
+            # the mistake, ask the store itself, as _probe_failure does: the shared tiles are
+            # stored through _store_tile and the others here through a TMA descriptor, so a
+            # wrong _store_tile shows differently from shape to shape (C's strides swapped:
+            # stores inside C that overwrite other tiles, no hint, at 40 x 40; the shared
+            # tiles' own places left unwritten at 104 x 40; stores past C, which the bounds
+            # check stops and _run's probes name, at 40 x 104), and on a GPU its misplaced
+            # stores race with the TMA stores of the same places. The square probe of the
+            # pointer kernel gives every case the same answer.
+            if not exc.hint or exc.hint.startswith("output never written"):
+                hint = _store_probe(ctx, impl, exc.message)
+                if hint:
+                    raise CheckFailed(exc.message, hint=hint, max_error=exc.max_error,
+                                      tolerance=exc.tolerance) from None
             raise exc from None
         raise CheckFailed(exc.message, hint="stream_k=False is right, stream_k=True is not: the "
                           "hand-off of the shared last-wave tiles loses a partial sum, adds one "

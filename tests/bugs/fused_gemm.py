@@ -325,3 +325,61 @@ BUGS += [
 # 5 x 1 grid: the planted text is the bug's above, only the check differs.
 BUGS.append(seen_later(BUGS, "band_start_unscaled", name="band_start_unscaled_blocks",
                        check="knobs.blocks"))
+# The sixth audit's 03 where tl.dot(b, a) compiles: forward.layouts' 37 x 45 x 70 runs in 32 x 32
+# x 32 tiles under the interpreter, and its output is B_tile @ A_tile summed over the K steps
+# (the hint was none; _compare now replays it). The planted text is the bug's above.
+BUGS.append(seen_later(BUGS, "dot_operands_swapped", name="dot_operands_swapped_square",
+                       check="forward.layouts",
+                       hint="the output matches tl.dot(b, a, acc) on square tiles"))
+# C's strides swapped, seen by persistent.stream_k: its hint there went with the shape (none at
+# 40 x 40, "output never written" at 104 x 40, the store probe's at 40 x 104); the stream-K
+# check now asks the store probe whenever the run without sharing is wrong too.
+BUGS.append(seen_later(BUGS, "store_strides_swapped", name="store_strides_swapped_stream_k",
+                       check="persistent.stream_k"))
+
+BUGS += [
+    # The seventh learner audit's 01: the band's height with tl.maximum (its hint named the
+    # grouped order's variables, not the mistake).
+    Bug("group_size_max",
+        find="    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)",
+        replace="    group_size_m = tl.maximum(num_pid_m - first_pid_m, GROUP_M)",
+        check="forward.ragged", hint="group_size_m = tl.maximum"),
+    # The seventh learner audit's 03: the store cast hard-coded to tl.bfloat16, so float16
+    # outputs went through bfloat16 (it failed with no hint).
+    Bug("output_cast_bfloat16", find="    c = acc.to(OUT_DTYPE)  # (BLOCK_M, BLOCK_N)\n",
+        replace="    c = acc.to(tl.bfloat16)  # (BLOCK_M, BLOCK_N)\n", check="forward.ragged",
+        hint="output rounded through bfloat16"),
+    # The seventh learner audit's 04 and 05: the store mask off by one (<=), and no store mask
+    # (the hint was the bounds check's generic "tail not masked (or a wrong offset or
+    # stride)"). Named from the lanes the interpreter's bounds check counts in the faulting
+    # store: on a GPU the tail guard counts none, so the GPU zoo leaves them out.
+    Bug("store_mask_le", find="    c_mask = (rows < M) & (cols < N)  # (BLOCK_M, BLOCK_N)\n",
+        replace="    c_mask = (rows <= M) & (cols <= N)  # (BLOCK_M, BLOCK_N)\n",
+        check="forward.ragged", hint="store mask off by one (<=)", interpreter_only=True),
+    Bug("store_unmasked",
+        find="    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, c, mask=c_mask)\n",
+        replace="    tl.store(c_ptr + rows * stride_cm + cols * stride_cn, c)\n",
+        check="forward.ragged", hint="store not masked", interpreter_only=True),
+    # The seventh learner audit's 06: B's tile transposed in the product, as attention's Q K^T
+    # (the hint was the interpreter's "the kernel failed", and none where BLOCK_K = BLOCK_N).
+    Bug("dot_b_transposed", find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc = tl.dot(a, tl.trans(b), acc)  # float32 accumulation\n",
+        check="forward.ragged", hint="B's tile transposed in tl.dot"),
+    # The seventh learner audit's 07: the store's rows and columns broadcast along the wrong
+    # axes: each square tile written transposed, no hint; other tiles do not compile, and the
+    # hint spoke of reductions over the wrong axis.
+    Bug("store_axes_swapped",
+        find="    rows = offs_m.to(tl.int64)[:, None]  # (BLOCK_M, 1)\n"
+             "    cols = offs_n.to(tl.int64)[None, :]  # (1, BLOCK_N)\n",
+        replace="    rows = offs_m.to(tl.int64)[None, :]  # (BLOCK_M, 1)\n"
+                "    cols = offs_n.to(tl.int64)[:, None]  # (1, BLOCK_N)\n",
+        check="forward.ragged", hint="each tile stored transposed"),
+    # The seventh learner audit's 08: the ReLU guarded by HAS_BIAS (its hints named the symptom
+    # of each case, "ReLU missing" without a bias and "applied though relu=False" with one).
+    Bug("relu_follows_has_bias", find="    if APPLY_RELU:\n        acc = tl.maximum(acc, 0.0)\n",
+        replace="    if HAS_BIAS:\n        acc = tl.maximum(acc, 0.0)\n", check="forward.ragged",
+        hint="ReLU follows HAS_BIAS"),
+]
+# The band's height mistake seen by order.grouped, which compares _tile_coords's order with the
+# replay exactly.
+BUGS.append(seen_later(BUGS, "group_size_max", name="group_size_max_order", check="order.grouped"))
