@@ -328,9 +328,13 @@ BUGS.append(seen_later(BUGS, "band_start_unscaled", name="band_start_unscaled_bl
 # The sixth audit's 03 where tl.dot(b, a) compiles: forward.layouts' 37 x 45 x 70 runs in 32 x 32
 # x 32 tiles under the interpreter, and its output is B_tile @ A_tile summed over the K steps
 # (the hint was none; _compare now replays it). The planted text is the bug's above.
+# Interpreter only: on a GPU forward.layouts' default tiles are not square, so the call stops at
+# the tl.dot and the compile probe names the mistake as it does for dot_operands_swapped (the
+# first GPU zoo to run this bug got that hint).
 BUGS.append(seen_later(BUGS, "dot_operands_swapped", name="dot_operands_swapped_square",
                        check="forward.layouts",
-                       hint="the output matches tl.dot(b, a, acc) on square tiles"))
+                       hint="the output matches tl.dot(b, a, acc) on square tiles",
+                       interpreter_only=True))
 # C's strides swapped, seen by persistent.stream_k: its hint there went with the shape (none at
 # 40 x 40, "output never written" at 104 x 40, the store probe's at 40 x 104); the stream-K
 # check now asks the store probe whenever the run without sharing is wrong too.
