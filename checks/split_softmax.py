@@ -191,7 +191,13 @@ HINT_EXP_LOG2E = ("tl.exp given the log2(e) factor{where}: each term is e^(t * l
 HINT_EXP2_NO_LOG2E = ("exp2 without log2(e){where}: each term is 2^t for its exponent t (x - m, "
                       "or m_c - m_row in the merge); exp(t) = exp2(t * log2(e))")
 # Each wrong base as the factor it multiplies the exponent by, with its hint: exp(f * t).
-WRONG_BASES = ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E))
+# exp2(t / log2(e)) = exp2(t * ln 2): ln 2 where log2(e) belongs (the seventh learner audit's 02,
+# silent in every check): each term is e^(t * ln(2)^2) = e^(0.48 t).
+HINT_LN2_FOR_LOG2E = ("divided by log2(e) (or multiplied by ln 2){where}: exp2(t / log2(e)) is "
+                      "e^(t * ln(2)^2) = e^(0.48 t) for its exponent t (x - m, or m_c - m_row in "
+                      "the merge); exp(t) = exp2(t * log2(e)): multiply by log2(e) = 1.4427")
+WRONG_BASES = ((LOG2E, HINT_EXP_LOG2E), (1 / LOG2E, HINT_EXP2_NO_LOG2E),
+               ((1 / LOG2E) ** 2, HINT_LN2_FOR_LOG2E))
 # exp2(x * log2(e) - m): x converted to base-2 units, the max subtracted after, still in
 # natural units: exp(x - m * ln 2), off by the factor exp(m * (1 - ln 2)) = (e / 2)^m.
 LN2 = 1 / LOG2E
@@ -217,6 +223,25 @@ HINT_LN_S_IN_EXP2 = ("ln(s_row) subtracted inside exp2: exp2(t * log2(e) - ln(s_
                      "by 2^ln(s_row) = s_row^0.693, not by s_row (the exponent is in base-2 "
                      "units, ln is not); subtract log2(s_row) (tl.log2) there, or multiply by "
                      "1 / s_row")
+# The seventh learner audit's 08 (the row scale named, not the mistake): log2(s_row) subtracted
+# inside the natural-units difference, exp2((t - log2(s_row)) * log2(e)) = e^t / s_row^log2(e).
+HINT_LOG2_S_NATURAL = ("log2(s_row) subtracted in natural units in normalize: exp2((x - m_row - "
+                       "log2(s_row)) * log2(e)) divides by e^log2(s_row) = s_row^1.4427, not by "
+                       "s_row; inside (...) * log2(e) the log must be natural: tl.log(s_row) (or "
+                       "multiply by 1 / s_row)")
+# The seventh learner audit's 07 (silent, then misleading): 1 / s_row multiplied inside the
+# exponent, exp2((x - m_row) * log2(e) * inv_s) = e^(t / s_row).
+HINT_INV_S_IN_EXPONENT = ("1 / s_row multiplied inside the exponent in normalize: exp2((x - m_row) "
+                          "* log2(e) * inv_s) is e^((x - m_row) / s_row); the division belongs "
+                          "outside exp2: exp2((x - m_row) * log2(e)) * inv_s")
+# The seventh learner audit's 06 (silent): exp2(x * log2(e) - m_row * log2(e)), right on paper,
+# but each product is rounded in float32 before the difference: for |x| near 1e4 each carries
+# ~|x| * 2^-24 * 1.44 ~ 1e-3, and the difference (near 0) keeps it all.
+HINT_LOG2E_DISTRIBUTED = ("log2(e) distributed over the difference in normalize: exp2(x * log2(e) "
+                          "- m_row * log2(e)) rounds each product in float32 before subtracting, "
+                          "so for large |x| (1e4 here) each carries an error of ~|x| * 2^-24 and "
+                          "the difference keeps it; subtract first, then scale: exp2((x - m_row) "
+                          "* log2(e))")
 # exp2(t - m * log2(e)) for exp2((t - m) * log2(e)): `*` binds tighter than `-`, so log2(e)
 # multiplies the maximum alone and each term is 2^t / e^m = exp(t ln 2 - m) (a learner audit's
 # 08, 09, 10: silent in each stage).
@@ -359,6 +384,7 @@ def _mistake_models(x64, chunk: int, *, merge: bool = True):
                        numerator / _log2e_on_max_merge(m, s)[:, None]))
         models.append((HINT_MAX_FOR_SUM,
                        numerator / _merge64(m, _max_for_sum_partial(x64, chunk))[:, None]))
+        models.append((HINT_MERGE_MAX_LEFT_OUT, numerator / _max_left_out_merge(m, s)[:, None]))
     if m.shape[1] > 1 and merge:
         models.append((
             "partial denominators not rescaled: merge_stats added the chunks' sums s_c as they "
@@ -403,7 +429,23 @@ def _exponent_models(x64, *, merge: bool = True):
     models.append((HINT_NORMALIZE_NO_SHIFT, torch.exp(x64) / s_row))
     models.append((_log2e_on_max_hint("normalize"), torch.exp(LN2 * x64 - m_row) / s_row))
     models.append((HINT_LN_S_IN_EXP2, torch.exp(t) / s_row ** LN2))
+    models.append((HINT_LOG2_S_NATURAL, torch.exp(t) / s_row ** LOG2E))
+    models.append((HINT_INV_S_IN_EXPONENT, torch.exp(t / s_row)))
+    models.append((HINT_LOG2E_DISTRIBUTED, _log2e_distributed_normalize(x64)))
     return models
+
+
+def _log2e_distributed_normalize(x64):
+    """normalize's output with log2(e) distributed over the difference, replayed in float32 as
+    the kernel rounds it: exp2(fl(x * log2(e)) - fl(m_row * log2(e))) / s_row (float64 out)."""
+    import torch
+
+    x32 = x64.float()  # the kernel's float32 x (a 16-bit x widens exactly)
+    log2e = torch.tensor(LOG2E, dtype=torch.float32)
+    m_row = x32.amax(dim=1, keepdim=True)
+    t = x64 - x64.amax(dim=1, keepdim=True)
+    s_row = torch.exp(t).sum(dim=1, keepdim=True)
+    return torch.exp2((x32 * log2e - m_row * log2e).double()) / s_row
 
 
 def _partial_probe(impl, x, chunk: int):
@@ -531,9 +573,12 @@ def _running_sum_probe(impl, device):
     return diagnose
 
 
-def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = True):
+def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = True,
+                      stages: bool = True):
     """Diagnoses for split_softmax / normalize outputs on input `x` (merge=False: `normalize`
-    alone, given correct statistics, so neither the merge nor the partial sums can be wrong)."""
+    alone, given correct statistics, so neither the merge nor the partial sums can be wrong).
+    stages=False leaves out the last one, which asks the learner's first two stages (for a
+    check that asks them itself, in its own order)."""
     x64 = x.detach().to("cpu").double()
 
     def models(got, expected, bad):
@@ -545,6 +590,14 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
                 if _explains(got, model, bad, dtype)]
         if not fits:
             return None
+        # Models that blame different stages can each explain one output (the seventh learner
+        # audit's 07, 1 / s_row inside normalize's exponent, was read as tl.max for tl.sum in
+        # partial_stats where only that model was listed): ask the learner's stages which one is
+        # wrong, and keep the models of that stage.
+        if merge and chunk is not None and len({_stage_named(f[2]) for f in fits} - {None}) > 1:
+            stage = _first_wrong_stage(impl, x, chunk)
+            if stage is not None:
+                fits = [f for f in fits if _stage_named(f[2]) in (stage, None)] or fits
         # Two models can both explain a 16-bit output within its tolerance (two wrong merges
         # of the same two chunks, say): the hint is the one that fits best ...
         best = min(fits, key=lambda fit: fit[0])
@@ -561,6 +614,15 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
             stage = _first_wrong_stage(impl, x, chunk)
             if stage is not None:
                 hints = [h for h in hints if _stage_named(h) in (stage, None)] or hints
+        # A model of one stage's mistake can match another stage's by chance (a row of one
+        # chunk with a negative maximum: the shift clamped at 0 in partial_stats gives what m_row
+        # left out of the merge gives): a hint that blames partial_stats or merge_stats holds
+        # only if the learner's stages, asked one at a time, find that stage wrong.
+        blamed = _stage_named(hints[0])
+        if merge and chunk is not None and blamed in ("partial_stats", "merge_stats"):
+            stage = _first_wrong_stage(impl, x, chunk)
+            if stage is not None and stage != blamed:
+                return None
         if hints[0].startswith("partial denominators not rescaled"):
             # also what the factor on the running sum gives while one loop step holds every chunk
             hints[0] = _running_sum_probe(impl, x.device)(got, expected, bad) or hints[0]
@@ -615,7 +677,14 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
         return None
 
     # An unmasked last chunk shows in the denominator, which normalize is handed, not computes.
-    return [models, other_row, tail] if merge else [models, other_row]
+    if not merge:
+        return [models, other_row]
+    if stages and chunk is not None:
+        # Last: no model of the output named it; the learner's partial_stats and merge_stats
+        # asked on their own (the seventh learner audit's 01, 03, 04: silent here)
+        return [models, other_row, tail, _stage_probe(impl, x, chunk),
+                _merge_benign_probe(impl, x.device, nan_only=False)]
+    return [models, other_row, tail]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -709,11 +778,13 @@ def stats_partial(ctx, impl, case):
     # m is a maximum of values float32 holds exactly: no rounding is allowed. A chunk of only
     # -inf has m = -inf exactly (where the reference is -inf, only -inf agrees).
     ctx.assert_close(m, m64, name="partial maxima m", rtol=0.0, atol=0.0, diagnose=[
+        _argmax_probe(impl, ctx.torch_device),
         lambda g, e, bad: HINT_MASKED_M if bool((e.isinf() & (g != e)).any()) else None,
         _chunk_minimum(x, case.chunk), tail_hint])
     ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
         lambda g, e, bad: (HINT_MASKED_NAN if bool((m64.isinf() & g.isnan()).any()) else None),
-        _log2e_outside_sums(x, case.chunk), tail_hint] + _partial_sum_diagnoses(x, case.chunk))
+        _log2e_outside_sums(x, case.chunk), tail_hint] + _partial_sum_diagnoses(x, case.chunk)
+        + [_x_dtype_probe(impl, x, case.chunk)])
 
 
 def _partial_sum_diagnoses(x, chunk: int):
@@ -737,6 +808,81 @@ def _partial_sums_hint(x, chunk: int, m, s, m64, s64) -> str | None:
         if hint:
             return hint
     return None
+
+
+# The seventh learner audit's 01 (its first FAIL said "the output is all zeros"): tl.argmax for
+# tl.max, so each m is where the maximum sits in its chunk.
+HINT_ARGMAX = ("tl.argmax where tl.max belongs in partial_stats: each m is the position of its "
+               "chunk's maximum (0 to chunk - 1), not its value; m = tl.max(x, axis=0)")
+
+
+def _argmax_probe(impl, device):
+    """Diagnosis: is each m the position of its chunk's maximum (HINT_ARGMAX)? Asked of the
+    learner's partial_stats on one row of 8 float32 values in chunks of 4, whose maxima 5 and 7
+    sit at positions 1 and 2 of their chunks (6 in the row); no value equals its position."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        x = torch.tensor([[-1.0, 5.0, 3.0, 0.5, 4.0, 1.5, 7.0, -2.0]], dtype=torch.float32)
+        probe = _partial_probe(impl, x.to(device), 4)
+        if probe is None or probe[0].shape != (1, 2):
+            return None
+        return HINT_ARGMAX if probe[0][0].tolist() in ([1.0, 2.0], [1.0, 6.0]) else None
+
+    return diagnose
+
+
+# The seventh learner audit's 03 (silent): the terms rounded to x's 16-bit dtype, and tl.sum,
+# which keeps a 16-bit input's type, adding them in it.
+HINT_SUMS_IN_X_DTYPE = ("partial sums computed in x's dtype ({dtype}): the same values as "
+                        "float32 give the right statistics, so the terms exp(x - m) or their sum "
+                        "were rounded to {dtype} (tl.sum keeps a 16-bit input's type); keep the "
+                        "exponentials and the sum in float32 and round nothing before the store")
+
+
+def _x_dtype_probe(impl, x, chunk: int):
+    """Diagnosis: do x's values give the right partial states as float32 but wrong ones in x's
+    own 16-bit dtype (HINT_SUMS_IN_X_DTYPE)? Asked of the learner's partial_stats on x and on
+    x.float() (the same values: a 16-bit value widens exactly)."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        if x.dtype not in (torch.float16, torch.bfloat16):
+            return None
+        m64, s64 = _chunk_stats64(x.detach().cpu().double(), chunk)
+        wide, own = _partial_probe(impl, x.float(), chunk), _partial_probe(impl, x, chunk)
+        if wide is None or own is None:
+            return None
+        wrong_wide, wrong_own = _stats_wrong(*wide, m64, s64), _stats_wrong(*own, m64, s64)
+        if wrong_wide is None or wrong_own is None or bool(wrong_wide.any()):
+            return None
+        if not bool(wrong_own.any()):
+            return None
+        return HINT_SUMS_IN_X_DTYPE.format(dtype=str(x.dtype).replace("torch.", ""))
+
+    return diagnose
+
+
+def _stage_probe(impl, x, chunk: int):
+    """Diagnosis: the learner's partial_stats on x, judged as stats.partial judges it (its
+    models of a wrong sum, tl.argmax for tl.max, sums in x's dtype). For the checks of the
+    whole softmax, after their models of the output: a wrong m or s there is the cause."""
+
+    def diagnose(got, expected, bad):
+        probe = _partial_probe(impl, x, chunk)
+        if probe is None:
+            return None
+        m64, s64 = _chunk_stats64(x.detach().cpu().double(), chunk)
+        wrong = _stats_wrong(*probe, m64, s64)
+        if wrong is None or not bool(wrong.any()):
+            return None
+        return (_argmax_probe(impl, x.device)(got, expected, bad)
+                or _partial_sums_hint(x, chunk, *probe, m64, s64)
+                or _x_dtype_probe(impl, x, chunk)(got, expected, bad))
+
+    return diagnose
 
 
 HINT_NOT_SHIFTED = ("sum not shifted by the chunk max: s should sum exp(x - m), every term <= 1 "
@@ -1057,6 +1203,42 @@ def _inverted_probe(ctx, impl, *, nan_only: bool):
     return diagnose
 
 
+def _merge_benign_probe(impl, device, *, nan_only: bool):
+    """Diagnosis: merge_stats on one row of benign states (maxima 2, 1, 0, -1, -3 with sums 1
+    to 5: no extreme value, and five states, so a block of lanes has padded ones), judged by
+    stats.merge's models of a wrong merge. For inputs where a wrong rescale factor overflows to
+    inf or underflows to 0 (chunk maxima near +-1e30 or -1000) and no model of the case's own
+    states tells one mistake from another: the sixth learner audit's 09 (log2(e) on m_row
+    alone) failed forward.extreme with no hint, or "the output is all zeros". `nan_only`: run
+    only when the failure shows NaN or Inf."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        if nan_only and not bool((~got.isfinite() & expected.isfinite()).any()):
+            return None
+        m64 = torch.tensor([[2.0, 1.0, 0.0, -1.0, -3.0]], dtype=torch.float64)
+        s64 = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]], dtype=torch.float64)
+        try:
+            m_row, s_row = impl.merge_stats(m64.float().to(device), s64.float().to(device))
+            m_got, s_got = m_row.detach().cpu().double(), s_row.detach().cpu().double()
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        if s_got.shape != (1,) or m_got.shape != (1,) or float(m_got[0]) != 2.0:
+            return None  # the sums' models assume the right maximum
+        right = _merge64(m64, s64)
+        s_bad = ~((s_got - right).abs() <= STAT_RTOL * right.abs())
+        if not bool(s_bad.any()):  # the merge is right: the failure lies elsewhere
+            return None
+        for diagnosis in _merge_diagnoses(m64, s64):
+            hint = diagnosis(s_got, right, s_bad)
+            if hint:
+                return hint
+        return None
+
+    return diagnose
+
+
 @register(W, "stats.merge", tier="kernel", uses=("merge_stats",), cases=_merge_cases,
           doc="merge_stats on given (M, C) partial states equals workshop 4's CPU merge")
 def stats_merge(ctx, impl, case):
@@ -1102,7 +1284,9 @@ def stats_merge(ctx, impl, case):
                  _per_lane_probe(ctx, impl), _merge_pad_probe(ctx, impl, nan_only=False),
                  _running_sum_probe(impl, ctx.torch_device)]
                 + _merge_diagnoses(m32.double(), s32.double())
-                + [_inverted_probe(ctx, impl, nan_only=False)])
+                + [_inverted_probe(ctx, impl, nan_only=False),
+                   # a factor that overflows on the states near -1000, read on benign ones
+                   _merge_benign_probe(impl, ctx.torch_device, nan_only=True)])
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
     ctx.assert_close(s_row, s_cpu, name="merged sums s_row", rtol=STAT_RTOL, atol=0.0,
@@ -1260,8 +1444,59 @@ def _merge_diagnoses(m64, s64):
             lanes *= 2
         return None
 
+    def max_left_out(got, expected, bad):
+        # The seventh learner audit's 04: s_acc += s * exp2(m * log2(e)), m_row left out
+        if got.shape != expected.shape:
+            return None
+        model = _max_left_out_merge(m64, s64)
+        if bool(model[bad].isfinite().any()) and _close(got, model, "float32", rtol=STAT_RTOL):
+            return HINT_MERGE_MAX_LEFT_OUT
+        return None
+
+    def lane_max_for_m(got, expected, bad):
+        # The seventh learner audit's 05: pass 1's m_acc (each lane's maximum over every loop
+        # step) in the factor for the chunk's own m; the same while one step holds every chunk
+        n_chunks = m64.shape[1]
+        if got.shape != expected.shape or n_chunks < 2:
+            return None
+        m_row = m64.amax(dim=1, keepdim=True)
+        lanes = 1 << (n_chunks - 1).bit_length() - 1  # the largest power of two < n_chunks
+        while lanes >= 1:
+            padded = torch.full((m64.shape[0], -(-n_chunks // lanes) * lanes), float("-inf"),
+                                dtype=torch.float64)
+            padded[:, :n_chunks] = m64
+            lane_max = padded.reshape(m64.shape[0], -1, lanes).amax(dim=1)  # (M, lanes)
+            m_acc = lane_max[:, torch.arange(n_chunks) % lanes]  # each chunk's lane's maximum
+            model = (s64 * torch.exp(m_acc - m_row)).sum(dim=1)
+            if _close(got, model, "float32", rtol=STAT_RTOL):
+                return HINT_LANE_MAX_FOR_M.format(lanes=lanes, steps=-(-n_chunks // lanes))
+            lanes //= 2
+        return None
+
     return [no_rescale, inverted, sums_left_out, overwritten, log2e_outside, block_max,
-            other_row, wrong_base, reduced_into_lanes, log2e_on_max]
+            other_row, wrong_base, reduced_into_lanes, log2e_on_max, max_left_out, lane_max_for_m]
+
+
+HINT_MERGE_MAX_LEFT_OUT = ("m_row left out of merge_stats' rescale factor: s_row = sum_c s_c * "
+                           "exp(m_c), each chunk scaled by its own maximum alone (a row's values "
+                           "far from 0 overflow to inf or vanish); the factor is "
+                           "exp(m_c - m_row): s * exp2((m - m_row) * log2(e))")
+HINT_LANE_MAX_FOR_M = ("pass 1's running maximum m_acc used for the chunk's own m in merge_stats' "
+                       "factor: s_row equals sum_c s_c * exp(m_acc[lane of c] - m_row) with "
+                       "{lanes} lanes and {steps} loop steps, so a chunk that shares its lane "
+                       "with a larger one is scaled up; right only while one loop step holds "
+                       "every chunk. Use the m loaded in this step: s * exp2((m - m_row) * "
+                       "log2(e))")
+
+
+def _max_left_out_merge(m, s):
+    """(M,) merged sums with m_row left out of the factor: sum_c s_c * exp(m_c) (0 for a chunk of
+    only -inf); inf where float32 overflows, as the kernel's sum does."""
+    import torch
+
+    total = (s * torch.exp(m)).sum(dim=1)
+    too_big = total > torch.finfo(torch.float32).max
+    return torch.where(too_big, torch.full_like(total, float("inf")), total)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1311,7 +1546,8 @@ def stats_pipeline(ctx, impl, case):
         return _partial_sums_hint(x, case.chunk, m.detach().cpu().double(),
                                   s.detach().cpu().double(), m64, s64)
 
-    diagnose = ([partial_log2e_outside, partial_stage, _running_sum_probe(impl, ctx.torch_device)]
+    diagnose = ([partial_log2e_outside, partial_stage, _stage_probe(impl, x, case.chunk),
+                 _running_sum_probe(impl, ctx.torch_device)]
                 + _merge_diagnoses(m64, s64) + [_inverted_probe(ctx, impl, nan_only=True)])
     ctx.assert_close(m_row, m_cpu, name="merged maxima m_row", rtol=0.0, atol=0.0,
                      diagnose=diagnose)
@@ -1482,8 +1718,10 @@ def contract_round_once(ctx, impl, case):
     label = "normalize(x, m_row, s_row) in bfloat16"
     y = ctx.call(impl.normalize, x, m_row, s_row, expect_shape=case.shape,
                  expect_dtype="bfloat16", expect_contiguous=True, name=label, **kwargs)
-    # normalize.values judges the values; here only their last bits, where they are close
-    ctx.assert_close(y, expected, name=label)
+    # normalize.values judges the values (and names its mistakes here too, where they are
+    # far off); here only their last bits, where they are close
+    ctx.assert_close(y, expected, name=label, diagnose=_output_diagnoses(
+        impl, x, _chunk_for(impl, case, x), "bfloat16", merge=False))
     got = y.detach().cpu().double()
     judged = expected >= 2.0 ** -100
     ulps = torch.where(judged, _bf16_ulps(got, expected), torch.zeros_like(expected))
@@ -1585,6 +1823,31 @@ def _invariance_cases(device: str) -> list[Case]:
     return [Case(shape=(3, 1000), dtype=d, chunks=(16, 64, 256, 1024)) for d in DTYPES]
 
 
+def _stats_stage_hint(ctx, impl, x, chunk: int, m, s, s_row) -> str | None:
+    """What stats.pipeline would say of the statistics one chunk size gave: the partial states
+    (m, s) judged by stats.partial's models, and where they are right, the merged sums s_row by
+    stats.merge's. None where that chunk size's statistics are right or no model names them."""
+    x64 = x.detach().cpu().double()
+    m64, s64 = _chunk_stats64(x64, chunk)
+    m_c, s_c = m.detach().cpu().double(), s.detach().cpu().double()
+    wrong = _stats_wrong(m_c, s_c, m64, s64)
+    if wrong is None:
+        return None
+    if bool(wrong.any()):  # wrong partial states: the merge is not to blame
+        return (_partial_sums_hint(x, chunk, m_c, s_c, m64, s64)
+                or _x_dtype_probe(impl, x, chunk)(None, None, None))
+    right = _merge64(m64, s64)
+    got = s_row.detach().cpu().double()
+    bad = ~((got - right).abs() <= STAT_RTOL * right.abs())
+    if got.shape != right.shape or not bool(bad.any()):
+        return None
+    for diagnosis in [_running_sum_probe(impl, ctx.torch_device)] + _merge_diagnoses(m64, s64):
+        hint = diagnosis(got, right, bad)
+        if hint:
+            return hint
+    return None
+
+
 @register(W, "forward.chunk_invariance", tier="kernel", uses=STAGES, cases=_invariance_cases,
           doc="chunk size changes only rounding: same m_row exactly, s_row and y within tolerance")
 def chunk_invariance(ctx, impl, case):
@@ -1600,16 +1863,26 @@ def chunk_invariance(ctx, impl, case):
                      expect_dtype=case.dtype)
         if first is None:
             # copies: a later call must not be able to change what it is compared with
-            first = (case.chunks[0], m_row.clone(), s_row.clone(), y.clone())
+            first = (case.chunks[0], m_row.clone(), s_row.clone(), y.clone(), m.clone(), s.clone())
             continue
-        c0, m0, s0, y0 = first
+        c0, m0, s0, y0, m_first, s_first = first
         what = f"chunk={chunk} vs chunk={c0}"
+
+        def stage_cause(got, expected, bad, chunk=chunk, m=m, s=s, s_row=s_row):
+            # Which of the two chunk sizes' statistics are wrong, and how, read as
+            # stats.pipeline reads them (the sixth learner audit's log2(e) mistakes got only
+            # the generic hint below)
+            return (_stats_stage_hint(ctx, impl, x, chunk, m, s, s_row)
+                    or _stats_stage_hint(ctx, impl, x, c0, m_first, s_first, s0))
+
         ctx.assert_close(m_row, m0.double(), name=f"m_row, {what}", rtol=0.0, atol=0.0,
-                         diagnose=[always("the row maximum must not depend on the chunk "
+                         diagnose=[_argmax_probe(impl, ctx.torch_device),
+                                   always("the row maximum must not depend on the chunk "
                                           "size: is the last chunk masked with -inf?")])
         # Two float32 sums of the same terms, grouped differently: within 2x the check's bound.
         ctx.assert_close(s_row, s0.double(), name=f"s_row, {what}", rtol=2 * STAT_RTOL, atol=0.0,
-                         diagnose=[always("the denominator depends on the chunk size: "
+                         diagnose=[stage_cause,
+                                   always("the denominator depends on the chunk size: "
                                           "a chunk's sum, the merge or the last chunk's mask is "
                                           "wrong (stats.partial and stats.merge name the cause)")])
         # Each output is within tolerance of float64 (forward.values); two of them may differ
@@ -1837,7 +2110,8 @@ def forward_extreme(ctx, impl, case):
         if probe is None:
             return None
         if bool((probe[0][:, 1] != float("-inf")).any()):
-            return HINT_MASKED_M
+            # tl.argmax reports 0 for the chunk of only -inf too (the seventh audit's 01)
+            return _argmax_probe(impl, ctx.torch_device)(g, e, bad) or HINT_MASKED_M
         if bool(probe[1][:, 1].isnan().any()):
             return HINT_MASKED_NAN
         return None
@@ -1876,10 +2150,13 @@ def forward_extreme(ctx, impl, case):
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
         masked_chunk_state, finite_pad, _shift_guard_probe(ctx, impl),
         _normalize_shift_probe(ctx, impl),
-    ] + _output_diagnoses(impl, x, chunk, case.dtype) + [
+    ] + _output_diagnoses(impl, x, chunk, case.dtype, stages=False) + [
         _merge_pad_probe(ctx, impl, nan_only=True),
         _inverted_probe(ctx, impl, nan_only=True),
-        _partial_benign_probe(ctx, impl), missing_max])
+        _partial_benign_probe(ctx, impl),
+        _merge_benign_probe(impl, ctx.torch_device, nan_only=False),
+        # the partial states of this x, judged by stats.partial (argmax, 16-bit sums)
+        _stage_probe(impl, x, chunk), missing_max])
 
 
 @register(W, "bad_calls", tier="kernel", uses=STAGES,

@@ -316,3 +316,66 @@ BUGS += [
     seen_later(BUGS, "partial_max_for_sum", name="partial_max_for_sum_pipeline",
                check="stats.pipeline"),
 ]
+
+BUGS += [
+    # The sixth learner audit's 09, seen by later checks that said nothing of it: forward.extreme
+    # (no hint, or "the output is all zeros": its factor overflows or vanishes there) names it
+    # by merging benign states with the learner's merge_stats; forward.chunk_invariance (a
+    # generic hint) reads each chunk size's statistics as stats.pipeline does.
+    seen_later(BUGS, "merge_log2e_on_max", name="merge_log2e_on_max_extreme",
+               check="forward.extreme"),
+    seen_later(BUGS, "merge_log2e_on_max", name="merge_log2e_on_max_invariance",
+               check="forward.chunk_invariance"),
+]
+
+BUGS += [
+    # The seventh learner audit's 01: tl.argmax for tl.max, each m the position of its chunk's
+    # maximum (its first FAIL said "the output is all zeros", later ones nothing).
+    Bug("partial_argmax_for_max", find="    m = tl.max(x, axis=0)\n",
+        replace="    m = tl.argmax(x, axis=0)\n", check="stats.partial",
+        hint="tl.argmax where tl.max belongs"),
+    # The seventh learner audit's 02: ln 2 for log2(e), exp2(t / log2(e)) = e^(0.48 t) (silent).
+    Bug("partial_ln2_for_log2e", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2((x - m_shift) / LOG2E), axis=0)", check="stats.partial",
+        hint="divided by log2(e) (or multiplied by ln 2) in partial_stats"),
+    # The seventh learner audit's 03: the terms rounded to x's 16-bit dtype, and tl.sum (which
+    # keeps that type) adding them there; float32 x is right (silent).
+    Bug("partial_terms_in_x_dtype", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2((x - m_shift) * LOG2E).to(x_ptr.dtype.element_ty), axis=0)",
+        check="stats.partial", hint="partial sums computed in x's dtype"),
+    # The seventh learner audit's 04: m_row left out of the merge's factor, s * exp(m_c) (silent,
+    # then "the output is all zeros").
+    Bug("merge_max_left_out", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)\n",
+        replace="        s_acc += s * tl.exp2(m * LOG2E)\n", check="stats.merge",
+        hint="m_row left out of merge_stats' rescale factor"),
+    # The seventh learner audit's 05: pass 1's lane maximum m_acc for the chunk's m; right while
+    # one loop step holds every chunk (stats.merge's 1500 chunks fail, silent).
+    Bug("merge_lane_max_for_m", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)\n",
+        replace="        s_acc += s * tl.exp2((m_acc - m_row) * LOG2E)\n", check="stats.merge",
+        hint="pass 1's running maximum m_acc used for the chunk's own m"),
+    # The seventh learner audit's 06: log2(e) distributed, exp2(x * log2(e) - m_row * log2(e));
+    # right on paper, ~1e-3 off for |x| near 1e4 in float32 (silent).
+    Bug("normalize_log2e_distributed", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = tl.exp2(x * LOG2E - m_row * LOG2E) * inv_s\n", check="forward.extreme",
+        hint="log2(e) distributed over the difference in normalize"),
+    # The seventh learner audit's 07: 1 / s_row multiplied inside the exponent (silent, then
+    # "every partial s is 1" on forward.extreme).
+    Bug("normalize_inv_s_in_exponent", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = tl.exp2((x - m_row) * LOG2E * inv_s)\n", check="normalize.values",
+        hint="1 / s_row multiplied inside the exponent in normalize"),
+    # The seventh learner audit's 08: log2(s_row) subtracted inside the natural-units difference,
+    # a division by s_row^log2(e) (normalize.values named only the row scale).
+    Bug("normalize_log2_s_natural", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = tl.exp2((x - m_row - tl.log2(s_row)) * LOG2E)\n", check="normalize.values",
+        hint="log2(s_row) subtracted in natural units in normalize"),
+]
+BUGS += [
+    # The same, seen by later checks that were silent or misleading before: the whole softmax
+    # asks the learner's partial_stats, or merges benign states with its merge_stats.
+    seen_later(BUGS, "partial_argmax_for_max", name="partial_argmax_for_max_forward",
+               check="forward.values"),
+    seen_later(BUGS, "partial_terms_in_x_dtype", name="partial_terms_in_x_dtype_forward",
+               check="forward.values"),
+    seen_later(BUGS, "merge_max_left_out", name="merge_max_left_out_extreme",
+               check="forward.extreme"),
+]
