@@ -227,8 +227,10 @@ def _max_as_denominator(x):
         tol = tolerance_for(x.dtype)
         if x64.shape[-1] < 2 or not bool(agrees(got, model, tol.rtol, tol.atol).all()):
             return None
-        return ("denominator is the max, not the sum: every row equals exp(x - max) (its "
-                "largest element is 1); divide by tl.sum(numerator, axis=0)")
+        # (storing the numerators undivided gives the very same output: name both)
+        return ("denominator is the max, not the sum, or the numerators stored undivided: "
+                "every row equals exp(x - max) (its largest element is 1); divide by "
+                "tl.sum(numerator, axis=0) and store y = numerator / denominator")
 
     return diagnose
 
@@ -426,13 +428,14 @@ def _softmax_diagnoses(width: int, x=None, impl=None, launched=None):
     return [
         *([_rows_stored_to_row_zero(x, launched)] if launched is not None else []),
         *([_shift_sign_flipped(x, probe), _shift_is_mean(x, _probe(impl, x, _MEAN_PROBE_ROWS)),
+           _shift_is_max_abs(x, _probe(impl, x, _ABS_PROBE_ROWS)),
            _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS))]
           if probe is not None else []),
         *([_row_offset_without_stride(x), _rows_loaded_from_row_zero(x),
            _denominator_sums_z(x, block),
            *([_denominator_sums_exp_x(x, probe)] if probe is not None else []),
            _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x),
-           _multiplied_by_sum(x), _logits_scaled(x)]
+           _multiplied_by_sum(x), _denominator_is_mean(x), _logits_scaled(x)]
           if x is not None else []),
         # Padded lanes can only add to the denominator: the rows come out too small. (A row
         # without padding comes out right then: a wrong power-of-two probe is another mistake.)
@@ -465,6 +468,8 @@ def row_softmax_values(ctx, impl, case):
                         "65536")
         elif x.numel() == 0 and "returned one of its inputs" not in exc.message:
             exc.hint = EMPTY_HINT
+        elif "OutOfBoundsAccess" in exc.message:
+            exc.hint = _row_stride_is_block(impl, x) or exc.hint
         raise
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)",
                      diagnose=_softmax_diagnoses(case.shape[1], x, impl, launched))
@@ -493,7 +498,7 @@ def row_softmax_extreme(ctx, impl, case):
     else:
         x = torch.full(case.shape, 3.25, dtype=getattr(torch, case.dtype), device=ctx.torch_device)
     with launches.recording() as launched:
-        out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+        out = _call_row_softmax(ctx, impl, x, case)
     # exp overflows float32 past 88.7: only then can a missing shift make inf / inf = NaN.
     huge = float(x.double().amax()) > 88.0
     block = 1 << max(case.shape[1] - 1, 0).bit_length()
@@ -501,6 +506,7 @@ def row_softmax_extreme(ctx, impl, case):
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x)", diagnose=[
         _rows_stored_to_row_zero(x, launched),
         _shift_is_mean(x, _probe(impl, x, _MEAN_PROBE_ROWS)),
+        _shift_is_max_abs(x, _probe(impl, x, _ABS_PROBE_ROWS)),
         _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
         _shift_sign_flipped(x, probe, model_required=False),
         _rows_loaded_from_row_zero(x),
@@ -512,6 +518,9 @@ def row_softmax_extreme(ctx, impl, case):
                            if huge and bool(g.isnan().any() | g.isinf().any()) else None),
         _rounded_through_fp16(x),
         _multiplied_by_sum(x),
+        # (a row of identical values comes out 1 everywhere both ways: the max first)
+        _max_as_denominator(x),
+        _denominator_is_mean(x),
         _logits_scaled(x)])
 
 
@@ -541,7 +550,7 @@ def _max_taken_as_zero(x):
 def row_softmax_fresh_output(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=3.0)
     with launches.recording() as launched:
-        out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+        out = _call_row_softmax(ctx, impl, x, case)
     ctx.assert_close(out, _softmax64(x), name="row_softmax(x), first call",
                      diagnose=_softmax_diagnoses(case.shape[1], x, impl, launched))
     x2 = ctx.randn(case.shape, case.dtype, scale=3.0)
@@ -556,7 +565,7 @@ def row_softmax_fresh_output(ctx, impl, case):
           doc="every row sums to 1 within n * eps/2 of the output dtype")
 def rows_sum_to_one(ctx, impl, case):
     x = ctx.randn(case.shape, case.dtype, scale=2.0)
-    out = ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+    out = _call_row_softmax(ctx, impl, x, case)
     try:
         ctx.assert_rows_sum_to_one(out, -1, case.dtype,
                                    hint="the denominator must be the sum over the real columns")
@@ -570,8 +579,10 @@ def rows_sum_to_one(ctx, impl, case):
         probe = _probe(impl, x)
         for diagnosis in (_shift_sign_flipped(x, probe),
                           _shift_is_mean(x, _probe(impl, x, _MEAN_PROBE_ROWS)),
+                          _shift_is_max_abs(x, _probe(impl, x, _ABS_PROBE_ROWS)),
                           _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS)),
-                          _denominator_sums_exp_x(x, probe), _multiplied_by_sum(x)):
+                          _denominator_sums_exp_x(x, probe), _multiplied_by_sum(x),
+                          _max_as_denominator(x), _denominator_is_mean(x)):
             hint = diagnosis(got, expected, bad)
             if hint:
                 exc.hint = hint
@@ -1084,3 +1095,135 @@ _EXP2_WITHOUT_LOG2E_HINT = (
     "exp2 without log2(e): the output matches softmax(x * ln 2) = softmax(0.6931 x), as "
     "tl.exp2(x - max) gives; 2^z = exp(z * ln 2), so scale first: tl.exp2(z * "
     "1.4426950408889634) = exp(z), or use tl.exp(z)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnoses from the seventh learner audit (its 02, 05, 06; its 04 is named by _max_as_denominator)
+# ---------------------------------------------------------------------------------------------
+def _call_row_softmax(ctx, impl, x, case):
+    """ctx.call(impl.row_softmax, x) for the checks after row_softmax.values, naming a row
+    offset of row * BLOCK_N where the read past x stops the call (as the values check does)."""
+    try:
+        return ctx.call(impl.row_softmax, x, expect_shape=case.shape, expect_dtype=case.dtype)
+    except CheckFailed as exc:
+        if "OutOfBoundsAccess" in exc.message:
+            exc.hint = _row_stride_is_block(impl, x) or exc.hint
+        raise
+
+
+def _row_stride_is_block(impl, x) -> str | None:
+    """The hint for a read past the end of x (the interpreter's bounds check stopped it) when
+    the row offset is row * BLOCK_N, the padded width, instead of row * stride_xm: row_softmax
+    runs again on the same values at the start of a longer contiguous storage (random values
+    after them), so those reads succeed, and the output must then be, row by row, the softmax
+    of the BLOCK_N-spaced slices of that storage. A power-of-two width is its own BLOCK_N (right
+    there), so only a ragged one tells. None otherwise."""
+    import torch
+
+    from checks.compare import agrees, tolerance_for
+    from checks.context import call_learner
+
+    n_rows, n_cols = x.shape
+    block = 1 << max(n_cols - 1, 0).bit_length()
+    if n_rows < 2 or block == n_cols:
+        return None
+    gen = torch.Generator().manual_seed(20261207)
+    storage = torch.randn(n_rows * block + n_cols, generator=gen, dtype=torch.float64)
+    storage[:x.numel()] = x.detach().double().cpu().reshape(-1)
+    storage = storage.to(device=x.device, dtype=x.dtype)
+    try:
+        got = call_learner(impl.row_softmax, storage[:x.numel()].view(n_rows, n_cols))
+        got = got.detach().double().cpu()
+    except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+        return None
+    flat = storage.double().cpu()
+    model = torch.stack([flat[r * block:r * block + n_cols] for r in range(n_rows)])
+    tol = tolerance_for(x.dtype)
+    if (tuple(got.shape) != (n_rows, n_cols)
+            or not bool(agrees(got, model.softmax(dim=-1), tol.rtol, tol.atol).all())):
+        return None
+    return (f"row offset uses the block width BLOCK_N = {block}, not the row stride: row r was "
+            f"read from x_ptr + r * {block}, so with {n_cols} columns (a width that is not a "
+            "power of two) each later row starts past its own and the last ones past the end of "
+            "x (a power-of-two width hides it: there BLOCK_N is the row length); address the "
+            "row with its stride, x_ptr + row * stride_xm + cols")
+
+
+def _denominator_is_mean(x):
+    """Diagnosis: the denominator is the mean of the numerators (their sum / n_cols): every
+    row is n_cols times the softmax (rounded to x's dtype as the kernel stores it)."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        n_cols = x.shape[-1]
+        if x.numel() == 0 or n_cols < 2:
+            return None
+        model = (expected * n_cols).to(x.dtype).double()
+        tol = tolerance_for(x.dtype)
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        return (f"denominator is the mean, not the sum: every row is {n_cols} (n_cols) times "
+                "the softmax, the numerators divided by sum / n_cols; the softmax divides by "
+                "the sum itself, denominator = tl.sum(numerator, axis=0)")
+
+    return diagnose
+
+
+# A power-of-two row whose most negative value lies far below its max: shifted by max(|x|) =
+# 120, every exp(x - 120) underflows float32 to 0 (0 / 0 = NaN), while the max shift keeps the
+# largest term at 1. The tail padding (+inf or NaN), the mean (-29.25) and no shift at all come
+# out right on it: that tells max(|x|) from them on ragged rows, where all give NaN.
+_ABS_PROBE_ROWS = [[-120.0, 0.0, 1.0, 2.0]]
+
+
+def _abs_max_replay(x64, block: int):
+    """softmax with z = x - max(|x|) over the block's lanes (the padded ones hold -inf, whose
+    |x| is +inf, so a ragged row's shift is +inf), replayed in float64 with float32's range."""
+    import torch
+
+    f32 = torch.finfo(torch.float32)
+    n_cols = x64.shape[-1]
+    pad = torch.full((*x64.shape[:-1], block - n_cols), -math.inf, dtype=torch.float64)
+    lanes = torch.cat([x64, pad], dim=-1)
+    numerator = torch.exp(lanes - lanes.abs().amax(dim=-1, keepdim=True))
+    numerator = torch.where(numerator < f32.smallest_normal * 2.0 ** -23, 0.0, numerator)
+    return (numerator / numerator.sum(dim=-1, keepdim=True))[..., :n_cols]
+
+
+def _shift_is_max_abs(x, abs_probe):
+    """Diagnosis: z = x - max(|x|) instead of x - max. Any shift cancels, so moderate rows come
+    out right, but the -inf padding's |x| = +inf makes every ragged row NaN (as a +inf padding
+    does), and a row with a value far below its max underflows every term. Named only when the
+    case's output is the replay's and the probe row [-120, 0, 1, 2] comes out NaN, which the
+    +inf padding, the mean shift and a missing shift leave right."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        if x.numel() == 0:
+            return None
+        tol = tolerance_for(x.dtype)
+        width = x.shape[-1]
+        block = 1 << max(width - 1, 0).bit_length()
+        model = _abs_max_replay(x.detach().cpu().double(), block).to(x.dtype).double()
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        seen = abs_probe()
+        if seen is None:
+            return None
+        p, out = seen
+        if (not bool(agrees(out, _abs_max_replay(p, p.shape[-1]), tol.rtol, tol.atol).all())
+                or bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
+            return None
+        ragged = (f"the -inf padding of a row of {width} columns (padded to {block} lanes) has "
+                  "|x| = +inf, so the shift is +inf and every output NaN; "
+                  if width != block else "")
+        return ("shift is max(|x|), not max(x): the output matches z = x - max(|x|): "
+                f"{ragged}and without padding the row [-120, 0, 1, 2] is shifted by 120, so "
+                "every exp(x - 120) underflows to 0 (0 / 0 = NaN). Subtract the row max itself, "
+                "z = x - tl.max(x, axis=0): the largest term is then exp(0) = 1")
+
+    return diagnose

@@ -408,6 +408,33 @@ HINT_SOFTMAX_EPS = (
     "only biases every value by eps / s: return np.exp(x - m) / s")
 
 
+HINT_SUM_WITHOUT_MAX_TERM = (
+    "s leaves out the maximum's own term: from_values([1000.0, 999.0]) must be State(1000.0, "
+    "1 + exp(-1)), but s = exp(-1), the other values' terms alone (and four tied values give "
+    "s = 0: every tie is left out with the maximum); s sums exp(x - m) over every value, the "
+    "maximum's exp(0) = 1 included (that term is why s >= 1): s = np.sum(np.exp(x - m))")
+HINT_SUMS_MULTIPLIED = (
+    "sums multiplied, not added: merge(State(1, 3), State(0, 5)) must be State(1, 3 + 5 * "
+    "exp(-1)), but s = 3 * 5 * exp(-1), the product of the two rescaled sums (in every probe, "
+    "both orders); the union's sum of exp(x - m) holds both sides' terms, so the rescaled sums "
+    "add: s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)")
+HINT_LSE_LOGADDEXP = (
+    "log_sum_exp adds exp(m) and s: log_sum_exp(State(2.0, 3.0)) must be 2 + ln(3) = 3.0986..., "
+    "but it is log(exp(2) + 3) = 2.3519..., what np.logaddexp(m, log(s)) gives; s is a factor, "
+    "not a term: sum(exp(x)) = exp(m) * s, so its log is m + log(s): return m + math.log(s)")
+HINT_SOFTMAX_VIA_LSE = (
+    "softmax as exp(x - log_sum_exp(state)): right in exact arithmetic, but m + log(s) is "
+    "rounded at m's scale: softmax([1e20, 1e20], State(1e20, 2.0)) must be [0.5, 0.5], and it "
+    "is [1.0, 1.0] because 1e20 + log(2) rounds to 1e20 (near x = 800 a few digits go the same "
+    "way); x - m is exact for the values that matter, so keep the two steps apart: "
+    "np.exp(x - m) / s")
+HINT_SOFTMAX_SIGN = (
+    "softmax's exponent sign flipped: softmax([0, 1, 2, 3], from_values([0, 1, 2, 3])) must be "
+    "exp(x - m) / s = [0.0321, 0.0871, 0.2369, 0.6439], but it is exp(m - x) / s: a value below "
+    "the maximum gets a factor above 1 (exp(m - x) overflows for values far below it); the "
+    "maximum gets exp(0) = 1 and every other value less: np.exp(x - m) / s")
+
+
 def _from_values_abs_max(impl) -> str | None:
     """HINT_ABS_MAX when from_values of a mostly negative row has m = max(|x|) and the s that
     shift gives: eight values at -1 keep that wrong state valid (s = 8 exp(-2) + exp(-0.5)
@@ -442,13 +469,10 @@ def _from_values_partial_neg_inf(impl) -> str | None:
     return None
 
 
-def _from_values_mean(impl) -> str | None:
-    """HINT_SUM_AS_MEAN when from_values builds s = mean(exp(x - m)). Below 1 for any row
-    without ties, that s is refused by State's own check before it comes back, so the probe
-    runs from_values with an unchecked State in its module's namespace (restored at once) and
-    reads the pair it built; four tied values (s = 1 against 4) must agree."""
-    import numpy as np
-
+def _from_values_unchecked(impl, rows) -> list[tuple[float, float]] | None:
+    """The (m, s) pairs from_values builds for `rows`, valid or not: State's own check refuses
+    an impossible s before the state comes back, so from_values runs with an unchecked State in
+    its module's namespace (restored at once). None when that cannot be done or a row raises."""
     fn = getattr(impl, "from_values", None)
     namespace = getattr(fn, "__globals__", None)
     State = getattr(impl, "State", None)
@@ -462,18 +486,41 @@ def _from_values_mean(impl) -> str | None:
     built = []
     namespace["State"] = Unchecked
     try:
-        for row in (np.array([1000.0, 999.0]), np.full(4, 5.0)):
+        for row in rows:
             with strict(underflow=False):
                 built.append(fn(row))
     except Exception:  # noqa: BLE001 - learner code may raise anything: no diagnosis
         return None
     finally:
         namespace["State"] = State
+    return [(float(getattr(b, "m", math.nan)), float(getattr(b, "s", math.nan))) for b in built]
+
+
+def _from_values_mean(impl) -> str | None:
+    """HINT_SUM_AS_MEAN when from_values builds s = mean(exp(x - m)). Below 1 for any row
+    without ties, that s is refused by State's own check before it comes back, so the pairs
+    come from _from_values_unchecked; four tied values (s = 1 against 4) must agree."""
+    import numpy as np
+
+    pairs = _from_values_unchecked(impl, (np.array([1000.0, 999.0]), np.full(4, 5.0)))
     e1 = 1.0 + math.exp(-1.0)
-    pairs = [(float(getattr(b, "m", math.nan)), float(getattr(b, "s", math.nan))) for b in built]
-    if (pairs[0][0] == 1000.0 and abs(pairs[0][1] - e1 / 2) <= 1e-12 * e1
+    if (pairs is not None and pairs[0][0] == 1000.0 and abs(pairs[0][1] - e1 / 2) <= 1e-12 * e1
             and pairs[1] == (5.0, 1.0)):
         return HINT_SUM_AS_MEAN
+    return None
+
+
+def _from_values_without_max_term(impl) -> str | None:
+    """HINT_SUM_WITHOUT_MAX_TERM when from_values sums exp(x - m) over the values below the
+    maximum only (x[x < m]): s = exp(-1) for [1000, 999] and 0 for four tied values, pairs
+    State refuses (read through _from_values_unchecked). A sum minus 1 gives 3 on the ties."""
+    import numpy as np
+
+    pairs = _from_values_unchecked(impl, (np.array([1000.0, 999.0]), np.full(4, 5.0)))
+    e = math.exp(-1.0)
+    if (pairs is not None and pairs[0][0] == 1000.0 and abs(pairs[0][1] - e) <= 1e-12 * e
+            and pairs[1] == (5.0, 0.0)):
+        return HINT_SUM_WITHOUT_MAX_TERM
     return None
 
 
@@ -538,7 +585,8 @@ def _first_mistake(impl) -> str | None:
     # max(|x|) and a mean for the sum break the shift probes below too (a positive m for the
     # row near -1000; a refused s < 1): named first, each from its own replay.
     if getattr(impl, "from_values", None) is not None:
-        hint = _from_values_abs_max(impl) or _from_values_mean(impl)
+        hint = (_from_values_abs_max(impl) or _from_values_mean(impl)
+                or _from_values_without_max_term(impl))
         if hint:
             return hint
         if _from_values_partial_neg_inf(impl):
@@ -576,6 +624,9 @@ def _first_mistake(impl) -> str | None:
         # m - log(s): the sign of the log flipped.
         if isinstance(got, float) and abs(got - (2.0 - math.log(3.0))) <= 1e-12:
             return HINT_LSE_SIGN
+        # log(exp(m) + s) (np.logaddexp(m, log(s))): s added to exp(m) instead of scaling it.
+        if isinstance(got, float) and abs(got - math.log(math.exp(2.0) + 3.0)) <= 1e-12:
+            return HINT_LSE_LOGADDEXP
         if isinstance(got, float) and abs(got - (2.0 + math.log(3.0))) <= 1e-12:
             for m in (-1000.0, 1000.0):
                 state = attempt(State, m, 1.0)
@@ -660,6 +711,23 @@ def _first_mistake(impl) -> str | None:
                    and abs(got.s - replay(a, b, base)) <= 1e-12 * replay(a, b, base)
                    for (a, b), got in merged):
                 return HINT_RESCALE_BASE.format(base=base, s=merged[0][1].s)
+    # The rescaled sums multiplied instead of added: pairs whose product stays >= 1 (a valid
+    # state, so it comes back), both orders; the product's rounding depends on the order, so
+    # the symmetry probe below would name it otherwise.
+    pairs = (attempt(State, 1.0, 3.0), attempt(State, 0.0, 5.0), attempt(State, 2.0, 4.0),
+             attempt(State, 1.5, 2.0))
+    if None not in pairs:
+        merged = [((a, b), attempt(impl.merge, a, b))
+                  for a, b in (pairs[:2], pairs[1::-1], pairs[2:], pairs[:1:-1])]
+
+        def product(a, b):
+            m = max(a.m, b.m)
+            return a.s * math.exp(a.m - m) * b.s * math.exp(b.m - m)
+
+        if all(got is not None and _is_state(impl, got) and got.m == max(a.m, b.m)
+               and abs(got.s - product(a, b)) <= 1e-12 * product(a, b)
+               for (a, b), got in merged):
+            return HINT_SUMS_MULTIPLIED
     rng = np.random.default_rng(0)
     for _ in range(50):
         a = attempt(State, float(rng.normal(0, 3)), float(rng.uniform(1, 50)))
@@ -708,8 +776,28 @@ def _first_mistake(impl) -> str | None:
                         isinstance(got, np.ndarray) and got.shape == (2,)
                         and bool(np.allclose(got, truth, rtol=1e-9, atol=0.0))):
                     return HINT_SOFTMAX_SHIFT
+    # softmax as exp(x - (m + log(s))): the sum m + log(s) rounds log(2) away next to 1e20,
+    # so two tied values come out 1.0 each instead of 0.5. Only when a moderate row is right.
+    if getattr(impl, "softmax", None) is not None:
+        truth = np.array([1.0, math.exp(-1.0)]) / e1
+        moderate = attempt(impl.softmax, np.array([1.0, 0.0]), attempt(State, 1.0, e1))
+        huge = attempt(State, 1e20, 2.0)
+        if (huge is not None and isinstance(moderate, np.ndarray) and moderate.shape == (2,)
+                and bool(np.allclose(moderate, truth, rtol=1e-12, atol=0.0))):
+            got = attempt(impl.softmax, np.array([1e20, 1e20]), huge)
+            replay = np.exp(np.array([1e20, 1e20]) - (1e20 + math.log(2.0)))
+            if (isinstance(got, np.ndarray) and got.shape == (2,)
+                    and bool(np.array_equal(got, replay)) and not bool(np.all(got == 0.5))):
+                return HINT_SOFTMAX_VIA_LSE
     # softmax of a chunk with the whole row's state: the row's m and s, not the chunk's own.
     whole = attempt(State, 3.0, sum(math.exp(-k) for k in range(4)))
+    if whole is not None and getattr(impl, "softmax", None) is not None:
+        # exp(m - x) / s: the exponent's sign flipped.
+        got = attempt(impl.softmax, np.array([0.0, 1.0, 2.0, 3.0]), whole)
+        flipped = np.exp(3.0 - np.array([0.0, 1.0, 2.0, 3.0])) / whole.s
+        if (isinstance(got, np.ndarray) and got.shape == (4,)
+                and bool(np.allclose(got, flipped, rtol=1e-12, atol=0.0))):
+            return HINT_SOFTMAX_SIGN
     if whole is not None and getattr(impl, "softmax", None) is not None:
         # exp((x - m) / s): the division moved inside the exp.
         got = attempt(impl.softmax, np.array([0.0, 1.0, 2.0, 3.0]), whole)

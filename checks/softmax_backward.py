@@ -346,6 +346,12 @@ def _slip_models(y64, dy64, d: int):
         (y64 * (dy64 - (y64 * y64).sum(d, keepdim=True)),
          "<y, y> for <dy, y>: the result equals y * (dy - <y, y>), the dot product of y "
          "with itself; each row's dot is tl.sum(dy * y, axis=1)"),
+        # (the seventh learner audit's 13: the elementwise derivative of a sigmoid)
+        (dy64 * y64 * (1.0 - y64),
+         "only the Jacobian's diagonal: the result equals dy * y * (1 - y), each element's own "
+         "derivative y_i (1 - y_i) as for a sigmoid; softmax couples the row, J = diag(y) - "
+         "y y^T, so every other element's - y_i y_j dy_j counts too: dx = y * (dy - <dy, y>), "
+         "<dy, y> = tl.sum(dy * y, axis=1)"),
     ]
 
 
@@ -1070,6 +1076,28 @@ def _saved_tuple_hint(impl, y, dy, dim, error) -> str | None:
     return None
 
 
+def _saved_count_hint(y, error) -> str | None:
+    """When Softmax.backward failed to unpack ctx.saved_tensors (Python's "too many" or "not
+    enough values to unpack") and y's backward node holds another number of saved tensors than
+    the one y: forward saved more (or fewer) than backward unpacks. Read off the node itself
+    (grad_fn.saved_tensors), not assumed."""
+    text = str(error)
+    if not isinstance(error, ValueError) or "values to unpack" not in text:
+        return None
+    try:
+        saved = y.grad_fn.saved_tensors
+    except Exception:  # noqa: BLE001 - no node, or nothing saved that can be read back
+        return None
+    if len(saved) == 1:
+        return None
+    which = ", ".join(f"{tuple(s.shape)}{' (y)' if s.data_ptr() == y.data_ptr() else ''}"
+                      for s in saved)
+    return (f"forward saved {len(saved)} tensors ({which}) but backward unpacks another number "
+            f"({text}): ctx.saved_tensors returns exactly what ctx.save_for_backward got, in "
+            "order; the VJP needs only the output, so save y alone, ctx.save_for_backward(y), "
+            "and unpack it as (y,) = ctx.saved_tensors")
+
+
 def _dy_dtype_hint(impl, y, dy, dim, error) -> str | None:
     """When Softmax.backward raised exactly what the learner's own softmax_backward raises for
     dy converted to another dtype (dy.float(), say), while it takes this dy as it comes: the
@@ -1111,6 +1139,7 @@ def _call_backward(impl, y, dy, dim, fn, *args, label: str):
         return call_learner(fn, *args, label=label)
     except CheckFailed as exc:
         hint = (_saved_tuple_hint(impl, y, dy, dim, exc.__cause__)
+                or _saved_count_hint(y, exc.__cause__)
                 or _dy_dtype_hint(impl, y, dy, dim, exc.__cause__) or _extra_axis_hint(impl, exc))
         if hint:
             exc.hint = hint

@@ -298,9 +298,10 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         # Loading the padded lanes as 0 adds P * exp(0 - m) to each row's sum (P padded lanes,
         # m = max(row max, 0)), so got = expected * S / (S + P exp(-m)) with S = sum exp(x - m).
         # Solve for P: a whole number of lanes is the signature. fp32 outputs only: 16-bit
-        # rounding hides P.
+        # rounding hides P, so there the launch record's BLOCK_R gives it (the lanes past n_r
+        # in the last block), and the output must be that model rounded to x's dtype.
         if x.dtype != torch.float32:
-            return None
+            return _tail_zero_16bit(got, expected)
         ratio = _row_ratio(got, expected, d, rtol, tol.rtol)
         if ratio is None:
             return None
@@ -316,7 +317,31 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         if whole and bool((p > 0.8).all()) and bool((p < x.shape[d] + 0.5).all()):
             return (f"tail not masked: each row's sum holds about {int(p.round()[0])} extra "
                     "terms exp(0 - max): the lanes past the end of the row were loaded as 0 "
-                    "instead of -inf")
+                    "instead of -inf (other=0.0, or a tl.where that zeroes them after the load)")
+        return None
+
+    def _tail_zero_16bit(got, expected):
+        # (the seventh learner audit's 07: the padded lanes zeroed after an -inf load, by
+        # tl.where(i_ok & r_ok, x, 0.0), on a float16 row, where the solve above cannot see P)
+        blocks = {launch.arguments.get("BLOCK_R") for launch in launched or ()}
+        rows = softmax_rows(x)
+        m0 = rows.amax(dim=1, keepdim=True).clamp_min(0.0)
+        terms = (rows - m0).exp()
+        shape = list(x.shape)
+        shape.append(shape.pop(d))
+        for block in sorted(b for b in blocks if isinstance(b, int) and b > 0):
+            lanes = -(-n_cols_r // block) * block - n_cols_r
+            if lanes <= 0:
+                continue
+            sim = terms / (terms.sum(dim=1, keepdim=True) + lanes * (-m0).exp())
+            sim = sim.reshape(shape).movedim(-1, d).to(x.dtype).double()
+            if not _close(sim, expected, *exact) and _close(got, sim, rtol, atol):
+                word = "term" if lanes == 1 else "terms"
+                return (f"tail not masked: each row's sum holds {lanes} extra {word} "
+                        "exp(0 - max): the lanes past the end of the row (BLOCK_R = "
+                        f"{block}) were 0 instead of -inf when the statistics ran (loaded "
+                        "with other=0.0, or set to 0 after the load: only lanes past the last "
+                        "row may be zeroed, tl.where(i_ok, x, 0.0))")
         return None
 
     def log2_s_inside_log2e():
@@ -336,6 +361,17 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         m = rows.amax(dim=1, keepdim=True)
         s = (rows - m).exp().sum(dim=1, keepdim=True)
         sim = (rows - m).exp() / s.log2()
+        shape = list(x.shape)
+        shape.append(shape.pop(d))
+        return sim.reshape(shape).movedim(-1, d)
+
+    def natural_log_s():
+        # exp2((x - m) * LOG2E - log(s)): ln(s) subtracted where log2(s) belongs, so each row
+        # is exp(x - m) * 2^(-ln s) = exp(x - m) * s^(-ln 2), the truth times s^(1 - ln 2).
+        rows = softmax_rows(x)
+        m = rows.amax(dim=1, keepdim=True)
+        s = (rows - m).exp().sum(dim=1, keepdim=True)
+        sim = (rows - m).exp() * s.pow(-math.log(2.0))
         shape = list(x.shape)
         shape.append(shape.pop(d))
         return sim.reshape(shape).movedim(-1, d)
@@ -457,6 +493,11 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
                    "s^(1 - log2 e)); log2(s) is already a base-2 exponent, subtract it after "
                    "the multiply: exp2((x - m) * LOG2E - log2_s)", log2_s_inside_log2e,
                    match=(rtol, atol), differ=exact),
+        _simulated("ln(s) subtracted for log2(s): the output matches exp(x - m) * "
+                   "s^(-ln 2), what exp2((x - m) * LOG2E - tl.log(s)) computes (each softmax "
+                   "row off by s^(1 - ln 2)); inside an exp2 the sum's exponent is base 2: "
+                   "exp2((x - m) * LOG2E - log2_s) with log2_s = tl.log2(s), or divide by s",
+                   natural_log_s, match=(rtol, atol), differ=exact),
         _simulated("multiplied by s instead of divided: the output matches exp(x - m) * s, "
                    "each softmax row off by s^2; normalise by dividing, exp(x - m) / s, or "
                    "subtract log2_s inside the exp2: exp2((x - m) * LOG2E - log2_s)",
@@ -1206,7 +1247,8 @@ def _first_pass_model(x, dim: int, block_r: int, rows_per_split: int, variant: s
     chunk (-inf at the first); "guard_old_m": the -inf guard tests the old m, so the first
     chunk (m = -inf) is shifted by 0; "rescale_flipped": the old sum rescaled by
     exp(m_new - m) (inf at the first chunk, and 0 * inf = NaN); "unguarded": no -inf guard
-    (shift = m_new); any other name: the right walk. (n_i, n_r) rows in, x's shape out; None
+    (shift = m_new); "shift_clamped": the shift is max(m_new, 0) (a clamp standing in for
+    the -inf guard); any other name: the right walk. (n_i, n_r) rows in, x's shape out; None
     for one block."""
     import torch
 
@@ -1229,6 +1271,8 @@ def _first_pass_model(x, dim: int, block_r: int, rows_per_split: int, variant: s
             guard = m if variant == "guard_old_m" else m_new
             shift = m_new if variant == "unguarded" else torch.where(guard == -math.inf, 0.0,
                                                                      m_new)
+            if variant == "shift_clamped":
+                shift = m_new.clamp_min(0.0)
             base = m if variant == "old_max" else shift
             rescale = shift - m if variant == "rescale_flipped" else m - shift
             s = s * torch.exp2(rescale * log2e) + torch.exp2(
@@ -1300,12 +1344,20 @@ def _first_pass_wrong(x, dim: int, block_r: int, rows_per_split: int = 0,
                            "it smaller: s * exp2((m - shift) * LOG2E), a factor <= 1 (any "
                            "update that multiplies the first chunk's s = 0 by an inf NaNs the "
                            "same way: every exp there needs a finite argument)",
+        # (the seventh learner audit's 09)
+        "shift_clamped": "the shift clamped at 0: the output matches a first pass with shift = "
+                         "max(m_new, 0), so while a row's running max is negative its sum "
+                         "is taken against 0, not against m (each row whose max stays below 0 "
+                         "is off by exp(-m), and the old sum is rescaled by exp(m - shift) "
+                         "between two different references); the -inf guard replaces only "
+                         "-inf: shift = tl.where(m_new == -float(\"inf\"), 0.0, m_new)",
     }
     short = {
         "chunk_max": "whose m_new is the chunk's own max (the running max dropped)",
         "old_max": "whose chunk terms exp(x - m) take the old running max",
         "guard_old_m": "whose -inf guard tests the old m (the first chunk unshifted, exp(x))",
         "rescale_flipped": "that rescales the old sum by exp(m_new - m)",
+        "shift_clamped": "whose shift is max(m_new, 0)",
     }
 
     # Logits far below 0 (about -200): a max of 0 anywhere (a running max seeded with 0, a tail
@@ -1500,8 +1552,65 @@ def forward_extreme(ctx, impl, case):
                      if splits > 1 else 0)
         extra = _first_pass_wrong(x, dim, case.block_r, per_split, probe)
     _compare(ctx, x, dim, out, [*extra, _dim0_setup_wrong(impl, x, dim, knobs),
-                                _shared_max_probe(impl, x, dim, knobs)], probe)
+                                _shared_max_probe(impl, x, dim, knobs),
+                                _max_after_log2e(impl, x, dim)], probe)
     _knobs_ignored(launched, dim, knobs)
+
+
+def _max_after_log2e_replay(rows):
+    """Path A's one-block numerator exp2(x * LOG2E - m) (the max subtracted after the scaling:
+    exp(x) * 2^-m), one softmax row per line, in float64 with float32's range: past its
+    largest number inf, below its smallest 0, then numerator / sum (inf / inf, 0 / 0: NaN)."""
+    import torch
+
+    f32 = torch.finfo(torch.float32)
+    m = rows.amax(dim=1, keepdim=True)
+    numerator = torch.exp2(rows * (1.0 / math.log(2.0)) - m)
+    numerator = torch.where(numerator > f32.max, torch.inf, numerator)
+    numerator = torch.where(numerator < f32.smallest_normal * 2.0 ** -23, 0.0, numerator)
+    return numerator / numerator.sum(dim=1, keepdim=True)
+
+
+def _max_after_log2e(impl, x, dim):
+    """Diagnosis: exp2(x * LOG2E - m[:, None]) for exp2((x - m[:, None]) * LOG2E): the max
+    subtracted after the scaling, so the numerator is exp(x) * 2^-m, right while it fits
+    float32. Named when the output is that replay's and path A's softmax of the probe rows
+    [100..97], [300..297], [-200..-203] is right on the first and last and not finite on the
+    middle one (2^(300 log2 e - 300) = 2^133 overflows); a missing shift overflows on the
+    first (exp(100)) and underflows on the last, a max seeded with 0 breaks the last."""
+    import torch
+
+    from checks.compare import tolerance_for
+
+    tol = tolerance_for(x.dtype)
+
+    def diagnose(got, expected, bad):
+        shape = list(x.shape)
+        shape.append(shape.pop(dim % 2))
+        model = _max_after_log2e_replay(_rows_of(x, dim)).reshape(shape).movedim(-1, dim % 2)
+        if (_close(model, expected, tol.rtol, tol.atol)
+                or not _close(got, model, 4 * tol.rtol, 4 * tol.atol + 1e-7)):
+            return None
+        q = torch.tensor([[100.0, 99.0, 98.0, 97.0], [300.0, 299.0, 298.0, 297.0],
+                          [-200.0, -201.0, -202.0, -203.0]], dtype=torch.float64)
+        try:
+            with torch.no_grad():
+                out = impl.softmax(q.to(device=x.device, dtype=torch.float32), -1, path="A")
+            seen = out.detach().double().cpu()
+        except Exception:  # noqa: BLE001 - the probe fails too: no diagnosis from it
+            return None
+        # (1e-3: x * LOG2E rounded to float32 before the shift is off by up to 2e-5 in the
+        # exponent at |x| = 200, above float32's tolerance; the probe asks right vs not finite)
+        right = [_close(seen[r], q[r].softmax(dim=0), 1e-3, 0.0) for r in range(3)]
+        if not (right[0] and right[2] and not bool(seen[1].isfinite().all())):
+            return None
+        return ("max subtracted after the LOG2E scaling: the output matches exp2(x * LOG2E - m), "
+                "which is exp(x) * 2^-m, not exp(x - m): the softmax only while it fits float32 "
+                "(the row [300, 299, 298, 297] overflows, 2^(300 * 1.4427 - 300) = 2^133, while "
+                "[100, 99, 98, 97] comes out right, so the max is there but in the wrong place); "
+                "subtract first, then scale: exp2((x - m[:, None]) * LOG2E)")
+
+    return diagnose
 
 
 def _minus_inf_probe(impl, x, dim, knobs, launched):

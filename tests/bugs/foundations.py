@@ -218,3 +218,28 @@ BUGS += [
         replace="    numerator = tl.exp2(z)\n", check="row_softmax.values",
         hint="exp2 without log2(e)"),
 ]
+
+BUGS += [
+    # The seventh learner audit's 02 (a generic out-of-bounds hint before): the row offset
+    # taken as row * BLOCK_N, the padded width, which is the row stride only for a power-of-two
+    # width. Named by a rerun on a longer storage, which only the interpreter's bounds check
+    # asks for; on a GPU the reads past x return whatever memory follows, which no replay
+    # models, so the GPU zoo leaves it out.
+    Bug("softmax_row_offset_block_n", find="x_ptr + row * stride_xm + cols",
+        replace="x_ptr + row * BLOCK_N + cols", check="row_softmax.values",
+        hint="row offset uses the block width BLOCK_N", interpreter_only=True),
+    # Its 04 ("denominator is the max" alone before): the numerators stored undivided, which
+    # gives the very output of a max for the sum (the largest numerator is 1).
+    Bug("softmax_stores_numerator",
+        find="tl.store(out_ptr + row * stride_om + cols, y.to(",
+        replace="tl.store(out_ptr + row * stride_om + cols, numerator.to(",
+        check="row_softmax.values", hint="the numerators stored undivided"),
+    # Its 05 ("the normalizer is wrong" before): the denominator a mean, sum / n_cols.
+    Bug("softmax_denominator_mean", find="denominator = tl.sum(numerator, axis=0)",
+        replace="denominator = tl.sum(numerator, axis=0) / n_cols", check="row_softmax.values",
+        hint="denominator is the mean, not the sum"),
+    # Its 06 ("tail padded with +inf" before): the shift by max(|x|), +inf on the -inf padding.
+    Bug("softmax_shift_by_max_abs", find="z = x - tl.max(x, axis=0)",
+        replace="z = x - tl.max(tl.abs(x), axis=0)", check="row_softmax.values",
+        hint="shift is max(|x|), not max(x)"),
+]

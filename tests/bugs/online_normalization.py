@@ -249,3 +249,31 @@ BUGS += [
         replace="    if np.isinf(x).any():\n        return identity()\n",
         check="merge.partitions", hint="a row with some -inf entries is not empty"),
 ]
+
+BUGS += [
+    # The fifth learner audit's 20, named by the seventh (the hint only restated the formula):
+    # softmax as exp(x - log_sum_exp(state)), where m + log(s) rounds at m's scale.
+    Bug("softmax_via_log_sum_exp",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp(x - log_sum_exp(state))\n",
+        check="softmax.high_precision", hint="softmax as exp(x - log_sum_exp(state))"),
+    # The seventh learner audit's 18 ("missing max shift" before): s summed over the values
+    # below the maximum only, leaving out its own exp(0) = 1 (and every tie)...
+    Bug("from_values_sum_without_max_term", find="s = float(np.sum(np.exp(x - m)))",
+        replace="s = float(np.sum(np.exp(x[x < m] - m)))", check="identity.laws",
+        hint="s leaves out the maximum's own term"),
+    # ...its 19 ("merge not symmetric" before): merge multiplies the rescaled sums...
+    Bug("merge_sums_multiplied",
+        find="s = a.s * math.exp(a.m - m) + b.s * math.exp(b.m - m)",
+        replace="s = a.s * math.exp(a.m - m) * b.s * math.exp(b.m - m)",
+        check="merge.commutative", hint="sums multiplied, not added"),
+    # ...its 21 (the formula restated): log_sum_exp as np.logaddexp(m, log(s)) = log(e^m + s)...
+    Bug("log_sum_exp_logaddexp", find="    return state.m + math.log(state.s)\n",
+        replace="    return float(np.logaddexp(state.m, math.log(state.s)))\n",
+        check="log_sum_exp.high_precision", hint="log_sum_exp adds exp(m) and s"),
+    # ...and its 22 (the formula restated): softmax's exponent written exp(m - x).
+    Bug("softmax_exp_sign_flipped",
+        find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp(state.m - x) / state.s\n",
+        check="softmax.high_precision", hint="softmax's exponent sign flipped"),
+]

@@ -223,3 +223,17 @@ BUGS += [
                 "row",
         check="backward.values", hint="keep_dims=True and [:, None] both add the row axis"),
 ]
+
+BUGS += [
+    # The seventh learner audit's 13 (no hint before): only the Jacobian's diagonal,
+    # dx = dy * y * (1 - y), a sigmoid's derivative, in the one-pass branch...
+    Bug("jacobian_diagonal_only",
+        find="\n        dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)",
+        replace="\n        dx = dy * y * (1.0 - y)  # (BLOCK_M, BLOCK_N)",
+        check="backward.values", hint="only the Jacobian's diagonal"),
+    # ...and its 14 (no hint before: "too many values to unpack"): forward saves x and y,
+    # backward unpacks one tensor.
+    Bug("forward_saves_x_and_y", find="ctx.save_for_backward(y)",
+        replace="ctx.save_for_backward(x, y)", check="autograd.softmax_apply",
+        hint="forward saved 2 tensors"),
+]

@@ -335,3 +335,30 @@ BUGS += [
         replace="y = tl.exp2((x - m[None, :]) * LOG2E) * s[None, :]", check="forward.paths",
         hint="multiplied by s instead of divided"),
 ]
+
+BUGS += [
+    # The seventh learner audit's 07 (on 16-bit rows a guess between two causes before):
+    # _load_x zeroes the lanes past the row's end too, tl.where(i_ok & r_ok, x, 0.0), after
+    # loading them as -inf...
+    Bug("load_where_zeroes_tail", find="x = tl.where(i_ok, x, 0.0)",
+        replace="x = tl.where(i_ok & r_ok, x, 0.0)", check="forward.layouts",
+        hint="were 0 instead of -inf when the statistics ran"),
+    # ...its 08 ("missing max subtraction" before): path A's one block subtracts the max after
+    # the LOG2E scaling, exp2(x * LOG2E - m) = exp(x) * 2^-m...
+    Bug("along_max_after_log2e", find="numerator = tl.exp2((x - m[:, None]) * LOG2E)",
+        replace="numerator = tl.exp2(x * LOG2E - m[:, None])", check="forward.extreme",
+        hint="max subtracted after the LOG2E scaling"),
+    # ...its 09 ("the normalizer is wrong" before): path B's shift clamped at 0 instead of the
+    # -inf guard...
+    Bug("across_shift_clamped_at_zero",
+        find='        shift = tl.where(m_new == -float("inf"), 0.0, m_new)\n'
+             "        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :])",
+        replace="        shift = tl.maximum(m_new, 0.0)\n"
+                "        s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2((x - shift[None, :])",
+        check="forward.paths", hint="the shift clamped at 0"),
+    # ...and its 10 (the same): path B's normalize subtracts ln(s) where log2(s) belongs.
+    Bug("normalize_natural_log_s",
+        find="y = tl.exp2((x - m[None, :]) * LOG2E - log2_s[None, :])",
+        replace="y = tl.exp2((x - m[None, :]) * LOG2E - tl.log(s)[None, :])",
+        check="forward.paths", hint="ln(s) subtracted for log2(s)"),
+]
