@@ -157,7 +157,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 alpha_base_e=False, acc_by_column=False, acc_not_carried=False,
                 p_base_e=False, keep_inverted=False, p_by_column=False, v_transposed=False,
                 acc_added_twice=False, l_alpha_on_block=False, multiply_den=False,
-                p_unscaled=False):
+                p_unscaled=False, m_block_only=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -230,6 +230,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     multiply_den: out = acc * l_i, not acc / l_i.
     p_unscaled: p = exp2(s - m_new), the raw score against a max in log2 units of s * qk_scale;
     in natural units p = exp(s_nat / (scale * log2(e)) - m_new).
+    m_block_only: m_i = this block's max (tl.max(s, 1) * qk_scale) at the end of the step, not
+    m_new: acc and l stay in units of m_new, but the next alpha = exp2(m_i - m_new) starts from
+    the block's own max, wrong wherever an earlier block held the row's maximum.
     """
     import torch
 
@@ -328,7 +331,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             acc = torch.where(live[:, None], acc_new, acc)
             den = torch.where(live, den_new, den)
             if update_max:
-                m = torch.where(live, m_new, m)
+                m = torch.where(live, block_max if m_block_only else m_new, m)
     acc, den = acc[:n], den[:n]
     if not divide:
         return acc
@@ -362,7 +365,11 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
     reversed_keep: the causal term compared the other way, offs_m[:, None] <= offs_n[None, :]:
     a row keeps the keys from its own onwards (to the end of its row block, cut at N).
     None where the unmasked stage reads keys past N (not modelled). A row that adds no key is
-    NaN (0 / 0), as in the kernel. Costs N x N x d; one row block's N counts at a time.
+    NaN (0 / 0), as in the kernel, and so is a row whose first key block keeps none of its
+    keys: with m_i still -inf, every score -inf gives m_new = -inf and p = exp2(-inf - -inf) =
+    NaN, which no later block washes out (alpha = exp2(-inf - m) = 0 times NaN is NaN); a
+    mask compared the wrong way does that to the lower rows of the first row block. Costs
+    N x N x d; one row block's N counts at a time.
     """
     import torch
 
@@ -380,22 +387,25 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
             if start + block_n > n:
                 return None
             count[:, start:start + block_n] += 1.0
+        poisoned = torch.zeros(len(rows), dtype=torch.bool)  # a first block of all -inf: NaN
         for start in range(lo2, hi2, block_n):
             keys = torch.arange(start, min(start + block_n, n))
             if not causal:
-                count[:, keys] += 1.0
+                kept = torch.ones((len(rows), len(keys)), dtype=torch.float64)
             elif local_keep:
-                count[:, keys] += ((rows - first)[:, None] >= (keys - start)[None, :]).double()
+                kept = ((rows - first)[:, None] >= (keys - start)[None, :]).double()
             elif transposed_keep:
-                count[:, keys] += ((first + keys - start)[None, :]
-                                   >= (start + rows - first)[:, None]).double()
+                kept = ((first + keys - start)[None, :] >= (start + rows - first)[:, None]).double()
             elif reversed_keep:
-                count[:, keys] += (rows[:, None] <= keys[None, :]).double()
+                kept = (rows[:, None] <= keys[None, :]).double()
             else:
-                count[:, keys] += (rows[:, None] >= keys[None, :]).double()
+                kept = (rows[:, None] >= keys[None, :]).double()
+            poisoned |= (count.sum(dim=1) == 0) & (kept.sum(dim=1) == 0)
+            count[:, keys] += kept
         s = ((q64[rows] @ k64.T) * scale).masked_fill(count == 0, -math.inf)
         w = count * torch.exp(s - s.max(dim=1, keepdim=True).values)
-        out[rows] = (w @ v64) / w.sum(dim=1, keepdim=True)
+        out[rows] = ((w @ v64) / w.sum(dim=1, keepdim=True)).masked_fill(poisoned[:, None],
+                                                                          math.nan)
     return out
 
 # The replays of mistakes that the same check's smaller cases show as well skip larger N: each
@@ -442,21 +452,37 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     tail rows wrong) instead of reproducing the output: for outputs already known to hold NaN.
     before_symptoms: the check's own diagnoses, tried after the replays and before those two.
     """
+    import torch
+
     n, d = q.shape
     dtype = str(q.dtype).replace("torch.", "")
 
-    def matches(got, candidate, expected):
-        """got reproduces the replay in 99% of its elements: within the check's tolerance, or
+    def close(got, candidate, expected):
+        """Elementwise: got reproduces the replay here, within the check's tolerance, or
         (where the replay is far off) within 1% of the replay's own distance from the reference.
         A mistake that divides by a tiny denominator or multiplies by a large scale magnifies
-        float32's rounding beyond a tolerance set for right answers, and the replay is still
-        the output's explanation."""
-        if tuple(candidate.shape) != tuple(got.shape):
-            return False
+        float32's rounding beyond a tolerance set for right answers (a numerator doubled at
+        each of 9 key blocks, say, is 256 times its rounding), and the replay is still the
+        output's explanation."""
         near = agrees(got, candidate, rtol, atol)
         departure = (candidate - expected).abs()
-        near |= (got - candidate).abs() <= 0.01 * departure.nan_to_num(nan=0.0, posinf=0.0)
-        return float(near.double().mean()) >= 0.99
+        return near | ((got - candidate).abs()
+                       <= 0.01 * departure.nan_to_num(nan=0.0, posinf=0.0))
+
+    def matches(got, candidate, expected):
+        """got reproduces the replay (close()) in 99% of its elements."""
+        if tuple(candidate.shape) != tuple(got.shape):
+            return False
+        return float(close(got, candidate, expected).double().mean()) >= 0.99
+
+    finite_max = torch.finfo(q.dtype).max
+
+    def stored(candidate):
+        """The replay as the kernel's store leaves it: the output is cast to q's dtype, and a
+        value past that dtype's largest finite number becomes an infinity of its sign (a
+        numerator doubled at each of 64 key blocks, 2^63 times too large, is inf in float16).
+        Only the overflow: the cast's rounding lies within the tolerance."""
+        return candidate.where(candidate.abs() <= finite_max, candidate * math.inf)
 
     def differs(candidate, expected):
         err = (candidate - expected).abs()
@@ -483,12 +509,14 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                     continue
                 if not_all_nan and bool(cand.isnan().all()):
                     continue
+                cand = stored(cand)
                 if not (differs(cand, expected) and matches(got, cand, expected)):
                     continue
-                if not strict or bool(agrees(got[bad], cand[bad], rtol, atol).all()):
-                    twins = [twin for twin, twin_switches in also if matches(got, _streamed64(
-                        q, k, v, causal=causal, scale=scale_used, block_m=bm, block_n=bn,
-                        **twin_switches), expected)]
+                # strict: every wrong element, by the same measure as matches()
+                if not strict or bool(close(got[bad], cand[bad], expected[bad]).all()):
+                    twins = [twin for twin, twin_switches in also if matches(got, stored(
+                        _streamed64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
+                                    block_n=bn, **twin_switches)), expected)]
                     return "; or, the same output here, ".join([label, *twins])
             return None
 
@@ -517,6 +545,19 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                     if bool(same.all()):
                         return label
             return None
+
+        return diagnose
+
+    def or_same(diagnosis, twins):
+        """diagnosis, and where it names a mistake, each of `twins` (other diagnoses) that
+        reproduces the same output too, after it: as replay's `also`, for a twin that is not a
+        _streamed64 switch (a walk) or a diagnosis that is not a replay (replay_any)."""
+        def diagnose(got, expected, bad):
+            label = diagnosis(got, expected, bad)
+            if not label:
+                return None
+            return "; or, the same output here, ".join(
+                [label, *(twin for twin in (tw(got, expected, bad) for tw in twins) if twin)])
 
         return diagnose
 
@@ -632,6 +673,12 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                         "rowsum(P) scales this key block's sum instead of the old l_i (and the "
                         "first block's alpha is exp2(-inf - m) = 0, which drops it); l_i = l_i "
                         "* alpha + rowsum(P)", {"l_alpha_on_block": True})
+    where_swapped = replay(keep_inverted[0], max_n=_REPLAY_MAX_N, strict=True, **keep_inverted[1])
+    compared_le = walk(
+        "causal mask compared with <=: keep = offs_m[:, None] <= offs_n[None, :] keeps the "
+        "keys from the row onwards in the diagonal stage instead of up to it; a row sees "
+        "the keys up to and including its own: keep &= offs_m[:, None] >= offs_n[None, :]",
+        lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), reversed_keep=True)
     mask_plus_inf = ("dropped scores set to +inf, not -inf: tl.where(keep, s, float(\"inf\")) "
                      "makes m_new = +inf in every key block with a dropped key (past N, or after "
                      "the row when causal), and there exp2(+inf - +inf) = NaN; set them to "
@@ -723,13 +770,17 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         # Before "keys past N unmasked": where every real score is far below the sentinel, a
         # dropped key scored -1e30 and one scored 0 weigh nearly the same (within bf16's
         # tolerance), and a kernel that drops no key at all already failed forward.values.
-        replay_any("masked scores must be -inf, not a finite sentinel: a dropped key (past N, "
-                   "or after the row when causal) got a finite score such as -1e30 (or, with "
-                   "no mask at all, the 0 a key past N scores), and real scores (or logits) can "
-                   "lie below it: then the dropped key outweighs every real one; set dropped "
-                   "keys to -float(\"inf\") (exp2(-inf) = 0 for any running max)",
-                   [{"mask_logit": c * factor} for c in _SENTINELS
-                    for factor in (scale_used, 1.0 / LOG2E)]),
+        # Where every real logit is about -1e38 a key past N that scores 0 outweighs them all,
+        # kept by a swapped where() as by a sentinel or no mask: the same output, named too.
+        or_same(replay_any("masked scores must be -inf, not a finite sentinel: a dropped key "
+                           "(past N, or after the row when causal) got a finite score such as "
+                           "-1e30 (or, with no mask at all, the 0 a key past N scores), and real "
+                           "scores (or logits) can lie below it: then the dropped key outweighs "
+                           "every real one; set dropped keys to -float(\"inf\") (exp2(-inf) = 0 "
+                           "for any running max)",
+                           [{"mask_logit": c * factor} for c in _SENTINELS
+                            for factor in (scale_used, 1.0 / LOG2E)]),
+                [where_swapped]),
         # Strict and never where it is NaN everywhere: there the generic NaN hint below names
         # it with the other mistakes that give NaN everywhere.
         replay(mask_plus_inf[0], max_n=_REPLAY_MAX_N, strict=True, not_all_nan=True,
@@ -743,8 +794,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         # Strict: on forward.extreme's inputs a causal mask compared with <= came within 1%.
         # After the key-mask replays: where every real logit is about -1e38 a kept key past N
         # (score 0) outweighs them all whether the mask was swapped or left out, and those
-        # name the more common mistakes.
-        replay(keep_inverted[0], max_n=_REPLAY_MAX_N, strict=True, **keep_inverted[1]),
+        # name the more common mistakes. Causal, on huge logits (the largest kept logit decides
+        # a row), the swap and a causal term compared with <= keep nearly the same keys: the
+        # walk of the latter is named after it where it gives the same output.
+        or_same(where_swapped, [compared_le]) if causal else where_swapped,
         replay("causal mask excludes the diagonal: a row must see its own key (row >= key, not "
                "row > key); row 0 then has no key at all and becomes NaN", also=[mask_plus_inf],
                inclusive=False),
@@ -785,6 +838,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "sums of p (the shapes agree only where BLOCK_M == BLOCK_N); each row's "
                "denominator sums its own row: tl.sum(p, 1)", max_n=_REPLAY_MAX_N,
                den_column_sums=True),
+        # Last, and strict: right where no earlier key block held a row's maximum, so near the
+        # reference (and other mistakes' outputs) where few rows are wrong.
+        replay("running max set to the block's own max: m_i = tl.max(s, 1) * qk_scale at the "
+               "end of the step, where m_i = m_new belongs; acc and l are in units of m_new, so "
+               "the next alpha = exp2(m_i - m_new) rescales them from the wrong max wherever an "
+               "earlier key block held the row's maximum; m_i = m_new", max_n=_REPLAY_MAX_N,
+               strict=True, m_block_only=True),
     ]
     if causal:
         hints.append(formula("causal mask not applied: the output equals non-causal attention",
@@ -835,27 +895,26 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             "where BLOCK_M == BLOCK_N; rows are offs_m[:, None], keys offs_n[None, :]: keep &= "
             "offs_m[:, None] >= offs_n[None, :]",
             lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), transposed_keep=True))
-        hints.append(walk(
-            "causal mask compared with <=: keep = offs_m[:, None] <= offs_n[None, :] keeps the "
-            "keys from the row onwards in the diagonal stage instead of up to it; a row sees "
-            "the keys up to and including its own: keep &= offs_m[:, None] >= offs_n[None, :]",
-            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), reversed_keep=True))
-        hints.append(replay("the causal diagonal stage stopped after BLOCK_N keys: it must run "
-                            "from the row block's first key to the end of the row block, "
-                            "hi2 = min((start_m + 1) * BLOCK_M, N), not start_m * BLOCK_M + "
-                            "BLOCK_N (nor (start_m + 1) * BLOCK_N: where one row block holds "
-                            "every row the two are the same): later keys of the diagonal "
-                            "block were dropped",
-                            diagonal_one_block=True))
-        # After "stopped after BLOCK_N keys": where the last row block's diagonal stage holds
-        # one key block the two cuts drop the same keys, and that is the more common mistake.
-        hints.append(walk(lambda bm, bn: (
+        hints.append(compared_le)
+        n_minus_one = walk(lambda bm, bn: (
             f"the causal diagonal stage ends at N - 1: hi2 is an exclusive bound, so with "
             f"hi2 = min((start_m + 1) * BLOCK_M, N - 1) the loop skips a key block that starts "
             f"at key N - 1 (here N = {n}, BLOCK_N = {bn}) and the last row block never sees "
             f"key N - 1, the last row's own key (with N = 1 that row has no key at all: NaN); "
             f"hi2 = min((start_m + 1) * BLOCK_M, N)"),
-            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n - 1))))
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n - 1)))
+        # Where the last row block's diagonal stage holds one key block and its last key block
+        # starts at N - 1, the cut at N - 1 drops the same keys: named after it.
+        hints.append(or_same(replay("the causal diagonal stage stopped after BLOCK_N keys: it "
+                                    "must run from the row block's first key to the end of the "
+                                    "row block, hi2 = min((start_m + 1) * BLOCK_M, N), not "
+                                    "start_m * BLOCK_M + BLOCK_N (nor (start_m + 1) * BLOCK_N: "
+                                    "where one row block holds every row the two are the "
+                                    "same): later keys of the diagonal block were dropped",
+                                    diagonal_one_block=True), [n_minus_one]))
+        # After "stopped after BLOCK_N keys", the more common mistake, which speaks first where
+        # the two give the same output (above).
+        hints.append(n_minus_one)
         hints.append(replay("the causal masked stage started at key 0: with lo2 = 0 it runs "
                             "again over the keys left of the diagonal block, which stage 1 "
                             "already added, so they count twice; stage 2 starts where stage 1 "
@@ -882,6 +941,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"here the masked stage then ran from key {n // bn} and counted keys "
             f"{n // bn}..{-(-(n // bn) // bn) * bn - 1} a second time"),
             lambda sm, bm, bn: (n // bn, n // bn, n)))
+        hints.append(walk(lambda bm, bn: (
+            f"stage 1 ends one key block before N: hi1 = N - BLOCK_N (= {n - bn} for N = {n}, "
+            f"BLOCK_N = {bn}) is not a multiple of BLOCK_N, so stage 1's last block runs to key "
+            f"{-(-(n - bn) // bn) * bn - 1} and the masked stage, from lo2 = hi1, adds keys "
+            f"{n - bn}..{-(-(n - bn) // bn) * bn - 1} a second time; stage 1 takes the full "
+            f"key blocks, hi1 = (N // BLOCK_N) * BLOCK_N"),
+            lambda sm, bm, bn: (n - bn, n - bn, n) if n >= bn else (0, 0, n)))
     hints.extend(before_symptoms)
     if not generic:
         return hints
@@ -1451,12 +1517,15 @@ def _split_replays(impl, case, q, k, v, *, scale, rtol, atol):
                    share_unclamped=True)]
 
 
-def _unsplit_probe(impl, case, q, k, v, *, scale, rtol, atol, scale_given=None):
+def _unsplit_probe(impl, case, q, k, v, *, scale, rtol, atol, scale_given=None,
+                   named_only=False):
     """A diagnosis for a kv_splits run that no split replay explains: the learner's attention
     is called again on the same head with kv_splits=1 (and the scale the call was given, if
     any; `scale` is the one used). Wrong there too, the mistake sits in the key-block walk
     every split runs (forward.values fails as well), and the single-stream replays name it
-    where they can; right there, it sits in the split shares or the merge."""
+    where they can; right there, it sits in the split shares or the merge. named_only: speak
+    only where a single-stream replay names the mistake (for a caller whose own hint, said
+    otherwise, knows more than "wrong with kv_splits=1 too")."""
     def diagnose(got, expected, bad):
         from checks.context import call_learner
 
@@ -1473,6 +1542,8 @@ def _unsplit_probe(impl, case, q, k, v, *, scale, rtol, atol, scale_given=None):
             return None
         single = single.double().cpu()
         if not bool(wrong.any()):
+            if named_only:
+                return None
             return (f"the split run alone is wrong: the same call with kv_splits=1 is right, "
                     f"so the mistake is in how the {case.splits} splits share a row block's "
                     "key blocks or in the merge of their states (acc, l, m)")
@@ -1486,7 +1557,7 @@ def _unsplit_probe(impl, case, q, k, v, *, scale, rtol, atol, scale_given=None):
         where = "the key-block walk every split runs, not in the split; forward.values fails too"
         if named:
             return f"{named} (seen in the same call with kv_splits=1: the mistake is in {where})"
-        return f"wrong with kv_splits=1 too: the mistake is in {where}"
+        return None if named_only else f"wrong with kv_splits=1 too: the mistake is in {where}"
 
     return diagnose
 
@@ -2133,6 +2204,13 @@ def forward_extreme(ctx, impl, case):
         # the diagonal has no key: 0 / 0); otherwise the usual suspect is an overflowed exp2.
         bad = got.isnan() | got.isinf()
         replays = _diagnoses(impl, case, q, k, v, **same, generic=False)
+        if knobs.get("kv_splits", 1) > 1:
+            # No single-stream replay models a split run's NaN (a split whose share of a row
+            # holds only dropped keys hands on NaN where one stream had a finite max already):
+            # the same call with kv_splits=1, named by a replay there, names the walk's
+            # mistake. Only then: _nan_hint names the merge's mistakes, which that call hides.
+            replays.append(_unsplit_probe(impl, case, q, k, v, scale=scale_used, rtol=rtol,
+                                          atol=atol, scale_given=scale, named_only=True))
         hint = next((h for h in (dg(got, expected, bad) for dg in replays) if h), None)
         bad_row = int(bad.any(dim=1).nonzero()[0])
         ctx.fail(f"attention returned NaN/Inf (first in row {bad_row}) for finite inputs with "
