@@ -1006,9 +1006,9 @@ def _one_load_first_block(x, y, block: int):
 _MEAN_PROBE_ROWS = [[-200.0, -200.0, -200.0, 80.0]]
 
 
-def _mean_shift_replay(x64, block: int):
-    """softmax with z = x - mean over the block's lanes (the padded ones hold -inf, so the
-    mean of a ragged row is -inf), replayed in float64 with float32's range as the kernel
+def _shifted_softmax_replay(x64, block: int, shift_of):
+    """softmax with z = x - shift_of(lanes, n_cols) over the block's lanes (the padded ones hold
+    -inf) in place of the row max, replayed in float64 with float32's range as the kernel
     computes: exp past float32's largest number is inf, below its smallest 0."""
     import torch
 
@@ -1016,11 +1016,48 @@ def _mean_shift_replay(x64, block: int):
     n_cols = x64.shape[-1]
     pad = torch.full((*x64.shape[:-1], block - n_cols), -math.inf, dtype=torch.float64)
     lanes = torch.cat([x64, pad], dim=-1)
-    mean = lanes.sum(dim=-1, keepdim=True) / n_cols
-    numerator = torch.exp(lanes - mean)  # -inf - (-inf) = NaN on a ragged row's padding
+    numerator = torch.exp(lanes - shift_of(lanes, n_cols))
     numerator = torch.where(numerator > f32.max, torch.inf, numerator)
     numerator = torch.where(numerator < f32.smallest_normal * 2.0 ** -23, 0.0, numerator)
     return (numerator / numerator.sum(dim=-1, keepdim=True))[..., :n_cols]
+
+
+def _mean_shift_replay(x64, block: int):
+    """z = x - mean: a ragged row's mean takes in the -inf padding, so it is -inf, and
+    -inf - (-inf) = NaN on the padding lanes."""
+    return _shifted_softmax_replay(
+        x64, block, lambda lanes, n_cols: lanes.sum(dim=-1, keepdim=True) / n_cols)
+
+
+def _wrong_shift(x, probe, replay, hint):
+    """Diagnosis for a shift that is not the row max (replay(x64, block) gives its output):
+    named only when the case's output is the replay's where the right answer is not, and the
+    probe's row (probe() -> (row, output)) comes out as the replay says and not as the
+    softmax: the probe row is one the other shift mistakes get right. hint(width, block) -> the
+    hint's text."""
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        if x.numel() == 0:
+            return None
+        tol = tolerance_for(x.dtype)
+        width = x.shape[-1]
+        block = 1 << max(width - 1, 0).bit_length()
+        model = replay(x.detach().cpu().double(), block).to(x.dtype).double()
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        seen = probe()
+        if seen is None:
+            return None
+        p, out = seen
+        if (not bool(agrees(out, replay(p, p.shape[-1]), tol.rtol, tol.atol).all())
+                or bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
+            return None
+        return hint(width, block)
+
+    return diagnose
 
 
 def _shift_is_mean(x, mean_probe):
@@ -1032,26 +1069,7 @@ def _shift_is_mean(x, mean_probe):
     which a +inf padding (right on that unpadded row) and a missing shift (exp(80) fits) do
     not give."""
 
-    def diagnose(got, expected, bad):
-        from checks.compare import agrees, tolerance_for
-
-        if x.numel() == 0:
-            return None
-        tol = tolerance_for(x.dtype)
-        width = x.shape[-1]
-        block = 1 << max(width - 1, 0).bit_length()
-        model = _mean_shift_replay(x.detach().cpu().double(), block).to(x.dtype).double()
-        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
-                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
-            return None
-        seen = mean_probe()
-        if seen is None:
-            return None
-        p, out = seen
-        replay = _mean_shift_replay(p, p.shape[-1])
-        if (not bool(agrees(out, replay, tol.rtol, tol.atol).all())
-                or bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
-            return None
+    def hint(width, block):
         ragged = (f"a row of {width} columns (padded to {block} lanes) averages in the -inf "
                   "padding, so x - mean = +inf and every output is NaN; "
                   if width != block else "")
@@ -1061,7 +1079,7 @@ def _shift_is_mean(x, mean_probe):
                 "z = x - tl.max(x, axis=0): every z <= 0, so exp never overflows, and the "
                 "-inf padding never wins the max")
 
-    return diagnose
+    return _wrong_shift(x, mean_probe, _mean_shift_replay, hint)
 
 
 def _logits_scaled(x):
@@ -1179,17 +1197,10 @@ _ABS_PROBE_ROWS = [[-120.0, 0.0, 1.0, 2.0]]
 
 
 def _abs_max_replay(x64, block: int):
-    """softmax with z = x - max(|x|) over the block's lanes (the padded ones hold -inf, whose
-    |x| is +inf, so a ragged row's shift is +inf), replayed in float64 with float32's range."""
-    import torch
-
-    f32 = torch.finfo(torch.float32)
-    n_cols = x64.shape[-1]
-    pad = torch.full((*x64.shape[:-1], block - n_cols), -math.inf, dtype=torch.float64)
-    lanes = torch.cat([x64, pad], dim=-1)
-    numerator = torch.exp(lanes - lanes.abs().amax(dim=-1, keepdim=True))
-    numerator = torch.where(numerator < f32.smallest_normal * 2.0 ** -23, 0.0, numerator)
-    return (numerator / numerator.sum(dim=-1, keepdim=True))[..., :n_cols]
+    """z = x - max(|x|): the padded lanes hold -inf, whose |x| is +inf, so a ragged row's shift
+    is +inf (and no term can overflow: every z <= 0)."""
+    return _shifted_softmax_replay(
+        x64, block, lambda lanes, n_cols: lanes.abs().amax(dim=-1, keepdim=True))
 
 
 def _shift_is_max_abs(x, abs_probe):
@@ -1199,25 +1210,7 @@ def _shift_is_max_abs(x, abs_probe):
     case's output is the replay's and the probe row [-120, 0, 1, 2] comes out NaN, which the
     +inf padding, the mean shift and a missing shift leave right."""
 
-    def diagnose(got, expected, bad):
-        from checks.compare import agrees, tolerance_for
-
-        if x.numel() == 0:
-            return None
-        tol = tolerance_for(x.dtype)
-        width = x.shape[-1]
-        block = 1 << max(width - 1, 0).bit_length()
-        model = _abs_max_replay(x.detach().cpu().double(), block).to(x.dtype).double()
-        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
-                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
-            return None
-        seen = abs_probe()
-        if seen is None:
-            return None
-        p, out = seen
-        if (not bool(agrees(out, _abs_max_replay(p, p.shape[-1]), tol.rtol, tol.atol).all())
-                or bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
-            return None
+    def hint(width, block):
         ragged = (f"the -inf padding of a row of {width} columns (padded to {block} lanes) has "
                   "|x| = +inf, so the shift is +inf and every output NaN; "
                   if width != block else "")
@@ -1226,4 +1219,4 @@ def _shift_is_max_abs(x, abs_probe):
                 "every exp(x - 120) underflows to 0 (0 / 0 = NaN). Subtract the row max itself, "
                 "z = x - tl.max(x, axis=0): the largest term is then exp(0) = 1")
 
-    return diagnose
+    return _wrong_shift(x, abs_probe, _abs_max_replay, hint)
