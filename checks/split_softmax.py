@@ -431,21 +431,31 @@ def _exponent_models(x64, *, merge: bool = True):
     models.append((HINT_LN_S_IN_EXP2, torch.exp(t) / s_row ** LN2))
     models.append((HINT_LOG2_S_NATURAL, torch.exp(t) / s_row ** LOG2E))
     models.append((HINT_INV_S_IN_EXPONENT, torch.exp(t / s_row)))
-    models.append((HINT_LOG2E_DISTRIBUTED, _log2e_distributed_normalize(x64)))
+    models.extend((HINT_LOG2E_DISTRIBUTED, model) for model in _log2e_distributed_normalize(x64))
     return models
 
 
 def _log2e_distributed_normalize(x64):
-    """normalize's output with log2(e) distributed over the difference, replayed in float32 as
-    the kernel rounds it: exp2(fl(x * log2(e)) - fl(m_row * log2(e))) / s_row (float64 out)."""
+    """normalize's outputs with log2(e) distributed over the difference, exp2(x * log2(e) -
+    m_row * log2(e)) / s_row, replayed in float32 as the kernel rounds it (float64 out):
+    [as the interpreter rounds it, as a GPU does].
+
+    The mistake is right on paper; it costs only the rounding of x * log2(e) near |x| = 1e4,
+    so the replay has to round as the kernel does. The interpreter rounds both products; on a
+    GPU, Triton contracts x's product and the subtraction into one fma, which rounds once (the
+    sm_90 PTX of the planted bug: fma.rn.f32 y, x, log2e, -(m_row * log2e)). The first GPU zoo
+    to run this bug, with only the interpreter's rounding replayed, FAILed it without a hint."""
     import torch
 
     x32 = x64.float()  # the kernel's float32 x (a 16-bit x widens exactly)
     log2e = torch.tensor(LOG2E, dtype=torch.float32)
-    m_row = x32.amax(dim=1, keepdim=True)
+    m_product = x32.amax(dim=1, keepdim=True) * log2e  # rounded to float32
+    interpreter = x32 * log2e - m_product  # both products rounded
+    # the product of two float32 values is exact in float64, so fma(x, c, -m) is fl32(x*c - m)
+    gpu = (x32.double() * float(log2e) - m_product.double()).float()
     t = x64 - x64.amax(dim=1, keepdim=True)
     s_row = torch.exp(t).sum(dim=1, keepdim=True)
-    return torch.exp2((x32 * log2e - m_row * log2e).double()) / s_row
+    return [torch.exp2(e.double()) / s_row for e in (interpreter, gpu)]
 
 
 def _partial_probe(impl, x, chunk: int):
@@ -607,7 +617,8 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
         # same wherever every term is e^0 = 2^0 or 0) both places.
         ties = [fit for fit in fits if _close(fit[3].to(getattr(torch, dtype)).double(),
                                               stored, dtype)]
-        hints = [fit[2] for fit in sorted(ties, key=lambda fit: fit[1])]
+        # (dict.fromkeys: one mistake replayed with several roundings is one hint)
+        hints = list(dict.fromkeys(fit[2] for fit in sorted(ties, key=lambda fit: fit[1])))
         # Tied models that blame different stages (a 1 x 1 input: several mistakes give the
         # same single value): ask the learner's stages which one is wrong.
         if merge and chunk is not None and len({_stage_named(h) for h in hints} - {None}) > 1:

@@ -354,13 +354,12 @@ BUGS += [
         replace="        s_acc += s * tl.exp2((m_acc - m_row) * LOG2E)\n", check="stats.merge",
         hint="pass 1's running maximum m_acc used for the chunk's own m"),
     # The seventh learner audit's 06: log2(e) distributed, exp2(x * log2(e) - m_row * log2(e));
-    # right on paper, ~1e-3 off for |x| near 1e4 in float32 (silent). Interpreter only: the
-    # check names it by replaying the interpreter's float32 exp2; a GPU's exp2 (ex2.approx)
-    # rounds apart from that replay, and the first GPU zoo to run it got the FAIL without the
-    # hint (2 of 300 elements of forward.extreme's magnitude case, off by 0.003).
+    # right on paper, ~1e-3 off for |x| near 1e4 in float32 (silent). The check replays both
+    # roundings: the interpreter's two products, and a GPU's fma of x's product into the
+    # subtraction (without that, the first GPU zoo to run it got the FAIL without the hint).
     Bug("normalize_log2e_distributed", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
         replace="    y = tl.exp2(x * LOG2E - m_row * LOG2E) * inv_s\n", check="forward.extreme",
-        hint="log2(e) distributed over the difference in normalize", interpreter_only=True),
+        hint="log2(e) distributed over the difference in normalize"),
     # The seventh learner audit's 07: 1 / s_row multiplied inside the exponent (silent, then
     # "every partial s is 1" on forward.extreme).
     Bug("normalize_inv_s_in_exponent", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
