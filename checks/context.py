@@ -131,9 +131,9 @@ class CheckContext:
             # eps per output, all in the same direction.
             allowed += 0.5 * eps
             self.note("bf16 stores truncate under Triton's interpreter; tolerance widened to eps")
-        worst = float((sums - 1).abs().max())
+        worst = float((sums - 1).abs().max())  # NaN if any row's sum is NaN
         self.max_error, self.tolerance = worst, allowed
-        if worst > allowed:
+        if not worst <= allowed:  # written so, a NaN sum fails (NaN > allowed is False)
             self.fail(f"a row sums to {float(sums[(sums - 1).abs().argmax()]):.8g}, off by "
                       f"{worst:.3g} > {allowed:.3g}", hint=hint)
 

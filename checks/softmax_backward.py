@@ -160,6 +160,25 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
             return None
         return _formula_slip(got, exp, y64, dy64, d, rtol, atol)
 
+    def diagonal_best_fit(got, exp, bad):
+        # Only the Jacobian's diagonal where _slips_fitting cannot say it: on wide 16-bit rows
+        # (y small, 1 - y ~ 1) y * dy fits within 4x the tolerance too, and on huge dy so does
+        # the right answer, which the slips must not. Named where its replay fits best, as
+        # dot_of_one_tile picks its tile: the misfits differ by orders of magnitude there.
+        if y.shape[d] < 2:
+            return None
+        model = _diagonal_only(y64, dy64)
+        if not _close(got, model, rtol, atol):
+            return None
+        # (the rivals include the reduction over the other dim: on a few rows of small y it
+        # lies near the diagonal too, and a fit to it is not this mistake)
+        rivals = [exp, y64 * dy64, _vjp64(y64, dy64, 1 - d),
+                  *(m for m, hint in _slip_models(y64, dy64, d) if hint != _DIAGONAL_HINT)]
+        best = misfit(got, model)
+        if any(misfit(got, r) <= best for r in rivals):
+            return None
+        return _DIAGONAL_HINT
+
     def misplaced_parenthesis(got, exp, bad):
         rows = (dy64 * y64).sum(d, keepdim=True)
         if _close(got, y64 * dy64 - rows, rtol, atol):
@@ -315,8 +334,8 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     # The one tile width that a `2 * BLOCK_N >= n_cols` slip would run in one pass: the
     # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
-    return [dot_of_one_tile, missing_dot, sign_flipped, formula_slip, misplaced_parenthesis,
-            dot_over_row_block, wrong_dim, *extra,
+    return [dot_of_one_tile, diagonal_best_fit, missing_dot, sign_flipped, formula_slip,
+            misplaced_parenthesis, dot_over_row_block, wrong_dim, *extra,
             dot_rounded_once, _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot,
             dy_strides, ragged_tail]
 
@@ -347,12 +366,21 @@ def _slip_models(y64, dy64, d: int):
          "<y, y> for <dy, y>: the result equals y * (dy - <y, y>), the dot product of y "
          "with itself; each row's dot is tl.sum(dy * y, axis=1)"),
         # (the seventh learner audit's 13: the elementwise derivative of a sigmoid)
-        (dy64 * y64 * (1.0 - y64),
-         "only the Jacobian's diagonal: the result equals dy * y * (1 - y), each element's own "
-         "derivative y_i (1 - y_i) as for a sigmoid; softmax couples the row, J = diag(y) - "
-         "y y^T, so every other element's - y_i y_j dy_j counts too: dx = y * (dy - <dy, y>), "
-         "<dy, y> = tl.sum(dy * y, axis=1)"),
+        (_diagonal_only(y64, dy64), _DIAGONAL_HINT),
     ]
+
+
+def _diagonal_only(y64, dy64):
+    """What only the Jacobian's diagonal gives: dx = dy * y * (1 - y), each element's own
+    derivative, as for a sigmoid (the seventh learner audit's 13)."""
+    return dy64 * y64 * (1.0 - y64)
+
+
+_DIAGONAL_HINT = (
+    "only the Jacobian's diagonal: the result equals dy * y * (1 - y), each element's own "
+    "derivative y_i (1 - y_i) as for a sigmoid; softmax couples the row, J = diag(y) - "
+    "y y^T, so every other element's - y_i y_j dy_j counts too: dx = y * (dy - <dy, y>), "
+    "<dy, y> = tl.sum(dy * y, axis=1)")
 
 
 def _slips_fitting(got, exp, y64, dy64, d: int, rtol, atol) -> list[tuple[int, str]]:
@@ -993,8 +1021,10 @@ def backward_no_dense_jacobian(ctx, impl, case):
         if log.peak_bytes >= limit:
             ctx.fail(f"peak device memory rose by {log.peak_bytes} bytes >= {limit}, one "
                      "row's Jacobian", hint="dense Jacobian: compute J^T dy without J")
+    # (a wrong formula fails here too: the values check's diagnoses name it the same way)
     ctx.assert_close(out, expected, rtol=rtol, atol=atol, name="softmax_backward",
-                     diagnose=dim0)
+                     diagnose=[*dim0, *_diagnoses(y, dy, case.dim, rtol, atol,
+                                                  gpu=ctx.device == "cuda")])
 
 
 @register(W, "bad_calls", tier="kernel", uses=USES,
@@ -1381,9 +1411,11 @@ def autograd_default_dim(ctx, impl, case):
     # float32 kernels: a few eps32 of y and of <dy, y>, times max|dy| (as in
     # autograd.finite_differences below)
     atol = 16 * torch.finfo(torch.float32).eps * float(dy.abs().max())
+    # (after the default dim: a wrong formula, as autograd.finite_differences names it)
     ctx.assert_close(x.grad, _autograd64(x64, dy, -1), rtol=1e-5, atol=atol,
                      name="x.grad of Softmax.apply(x) (dim left out)", diagnose=[
-        lambda g, e, bad: hint if _close(g, _autograd64(x64, dy, 0), 1e-5, atol) else None])
+        lambda g, e, bad: hint if _close(g, _autograd64(x64, dy, 0), 1e-5, atol) else None,
+        *_diagnoses(y.detach(), dy, -1, 1e-5, atol, gpu=ctx.device == "cuda")])
 
 
 @register(W, "autograd.finite_differences", tier="kernel", uses=USES_AUTOGRAD,

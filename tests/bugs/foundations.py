@@ -1,4 +1,4 @@
-from tests.bugs import Bug
+from tests.bugs import Bug, seen_later
 
 BUGS = [
     Bug("softmax_tail_other_zero", find='other=-float("inf")', replace="other=0.0",
@@ -243,3 +243,8 @@ BUGS += [
         replace="z = x - tl.max(tl.abs(x), axis=0)", check="row_softmax.values",
         hint="shift is max(|x|), not max(x)"),
 ]
+# The mean for the sum seen by row_softmax.extreme: its row of identical values comes out 1
+# everywhere, as a max for the sum (or undivided numerators) gives, so the hint names both.
+BUGS.append(seen_later(BUGS, "softmax_denominator_mean", name="softmax_denominator_mean_identical",
+                       check="row_softmax.extreme",
+                       hint="or, the same output here, denominator is the mean"))

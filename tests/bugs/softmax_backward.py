@@ -1,4 +1,4 @@
-from tests.bugs import Bug
+from tests.bugs import Bug, seen_later
 
 _SAVED_Y = """\
         {save}
@@ -236,4 +236,12 @@ BUGS += [
     Bug("forward_saves_x_and_y", find="ctx.save_for_backward(y)",
         replace="ctx.save_for_backward(x, y)", check="autograd.softmax_apply",
         hint="forward saved 2 tensors"),
+]
+# The diagonal alone seen by later checks that gave no hint before: no_dense_jacobian and
+# autograd.default_dim now ask the values check's diagnoses when the values are wrong.
+BUGS += [
+    seen_later(BUGS, "jacobian_diagonal_only", name="jacobian_diagonal_only_no_dense",
+               check="backward.no_dense_jacobian"),
+    seen_later(BUGS, "jacobian_diagonal_only", name="jacobian_diagonal_only_default_dim",
+               check="autograd.default_dim"),
 ]

@@ -362,3 +362,15 @@ BUGS += [
         replace="y = tl.exp2((x - m[None, :]) * LOG2E - tl.log(s)[None, :])",
         check="forward.paths", hint="ln(s) subtracted for log2(s)"),
 ]
+# The seventh audit's 07 and 09 seen by later checks: the zeroed tail on logits near -1e31
+# (forward.extreme: the zeros win the max, named among the finite paddings) and on the sums
+# (forward.rows_sum_to_one, which now asks the values checks' diagnoses); the clamped shift on
+# logits near -200 (forward.extreme: every shift 0, the very output of a max started at 0).
+BUGS += [
+    seen_later(BUGS, "load_where_zeroes_tail", name="load_where_zeroes_tail_extreme",
+               check="forward.extreme", hint="0, from a tl.where that zeroes them after the load"),
+    seen_later(BUGS, "load_where_zeroes_tail", name="load_where_zeroes_tail_rows_sum",
+               check="forward.rows_sum_to_one", hint="tail not masked"),
+    seen_later(BUGS, "across_shift_clamped_at_zero", name="across_shift_clamped_at_zero_extreme",
+               check="forward.extreme", hint="or, the same output here, the shift clamped at 0"),
+]
