@@ -9,13 +9,16 @@ When a comparison fails, the output is also compared with what the classic mista
 produce (the accumulator rounded before the epilogue, the bias added in the operand dtype, the
 ReLU applied before the bias or written as a minimum, the bias indexed by row, the output rounded
 through float16, the accumulator overwritten or added twice at each K step, the K tail read past
-K or loaded as ones, bfloat16 multiplied as raw bits under the interpreter, operands or the bias
-read as if contiguous, the output rounded through bfloat16, and where square tiles let them
-compile, tl.dot's operands swapped, B's tile transposed in it, or each tile stored transposed),
+K or loaded as ones, the K mask one short, bfloat16 multiplied as raw bits under the
+interpreter, operands or the bias read as if contiguous, the output rounded through bfloat16, and
+where square tiles let them compile, tl.dot's operands swapped, B's tile transposed in it, or each
+tile stored transposed, which at K = 0 may equal the bias indexed by row: the hint names both),
 computed exactly the same way; a match names the mistake in the hint. Whole output tiles wrong
 while others are right name the grouped tile-order arithmetic, and so does a call that fails or
 leaves elements unwritten with one group_m but not with a single band (see _order_hint), or that
-leaves whole tiles unwritten though its grid had a program for every tile (_unreached_tiles).
+leaves whole tiles unwritten though its grid had a program for every tile (_unreached_tiles);
+where the module's _tile_coords gives exactly the order of a named slip (_coords_mistakes), the
+hint names that slip.
 A call that fails with no hint, or with the bounds check's generic one, is asked (_probe_failure)
 whether its K steps advance 2 * BLOCK_K or its loads read past K (small probes on operands
 sliced from wider tensors, see _k_advance_probe and _k_tail_probe), and a store the bounds check
@@ -109,6 +112,9 @@ def _round_to(x32, dtype, truncate: bool):
     return x32.to(dtype).float()
 
 
+BIAS_BY_ROW = "bias indexed by row"
+
+
 def _mistakes(a, b, bias, relu, exact_acc64, truncate):
     """What each classic mistake outputs for these inputs, as (hint, float64 tensor) pairs.
 
@@ -150,7 +156,7 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
         by_row = torch.zeros(m)
         k = min(m, b32.shape[0])
         by_row[:k] = b32[:k]
-        out.append(("bias indexed by row: the output matches acc[m, n] + bias[m]; bias[n] belongs "
+        out.append((f"{BIAS_BY_ROW}: the output matches acc[m, n] + bias[m]; bias[n] belongs "
                     "to column n (broadcast it down the rows: offs_n[None, :])",
                     finish(acc + by_row[:, None])))
     # The ReLU's switch: left out where it was asked for, applied where it was not.
@@ -300,6 +306,22 @@ def _k_mask_step_times_block(a, b, bias, relu):
         _, rounded, magnitude = _reference(a64 * keep.double(), b, bias, relu)
         out.append((bk, keep, rounded, magnitude))
     return out
+
+
+def _k_last_dropped(a, b, bias, relu):
+    """(rounded, magnitude) of what a kernel outputs whose K mask is one short, offs_k < K - k0
+    - 1 (the eighth learner audit): in the last K step lane j holds position k0 + j, so the mask
+    drops position K - 1 alone, whatever block_k is; earlier steps keep every lane. The
+    contract over the first K - 1 positions. None for K < 2 (nothing left: every mistake that
+    outputs relu(bias) looks the same there)."""
+    k = a.shape[1]
+    if k < 2:
+        return None
+    _, rounded, magnitude = _reference(a[:, :k - 1], b[:k - 1, :], bias, relu)
+    return rounded, magnitude
+
+
+K_LAST_DROPPED = "K mask one short"
 
 
 def _k_tail_ones(a, b, bias, relu):
@@ -558,11 +580,14 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         if share >= 0.9 and share > best_share + 0.05:
             hint, best_share = text, share
 
+    by_row = None  # the bias-by-row replay: each tile stored transposed may equal it
     for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
         # Equal values agree even where they are infinite (inf - inf is NaN): float16's
         # overflow replayed is inf.
         prefer((((got64 - candidate).abs() <= tol) | (got64 == candidate)).double().mean().item(),
                text)
+        if text.startswith(BIAS_BY_ROW):
+            by_row = candidate
     # The same for mistakes whose output has its own magnitude (so its own tolerance): the
     # accumulator overwritten or added twice at each K step, the K tail loaded as ones, and bfloat16
     # multiplied as raw bits under the interpreter (the DOT_IN_FP32 upcast left out).
@@ -580,13 +605,27 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
                f"2^({steps - 1} - s) * A_s B_s, block_k = {bk}; with one K step it is right); "
                "tl.dot(a, b, acc) already returns acc + a @ b, so acc += tl.dot(a, b, acc) "
                "adds acc twice: write acc = tl.dot(a, b, acc)")
+    step_keep = None  # the columns the k0 * BLOCK_K replay named (if it did) keeps
     for bk, keep, candidate, cand_magnitude in _k_mask_step_times_block(a, b, bias, relu):
+        before = hint
         prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
                f"K mask with k0 * BLOCK_K: the output matches the sum over K positions "
                f"{_spans(keep)} only (K = {k}, block_k = {bk}), what offs_k < K - k0 * BLOCK_K "
                "keeps: k0 runs over range(0, K, BLOCK_K), so it is already the element offset of "
                "the step, and k0 * BLOCK_K masks off every later step; the mask is "
                "offs_k < K - k0")
+        if hint != before:
+            step_keep = keep
+    last_dropped = _k_last_dropped(a, b, bias, relu)
+    if last_dropped is not None:
+        text = (f"{K_LAST_DROPPED}: the output matches the sum over K positions 0..{k - 2} "
+                f"(K = {k}): position K - 1 alone is left out, what offs_k < K - k0 - 1 masks "
+                "in the last K step (lane j of the step at k0 holds position k0 + j, which "
+                "exists while k0 + j < K); the mask is offs_k < K - k0")
+        # K = block_k + 1: the k0 * BLOCK_K mask keeps 0..K-2 too, the same output.
+        if step_keep is not None and bool(step_keep[:-1].all()) and not bool(step_keep[-1]):
+            hint += "; or, the same output here, " + text
+        prefer(_share_within(got64, last_dropped[0], last_dropped[1], k - 1, a.dtype), text)
     for start, kk, bks, candidate, cand_magnitude in _k_tail_ones(a, b, bias, relu):
         shown = " or ".join(str(bk) for bk in bks)
         staged = f", staged to {start}" if start > k else ""
@@ -624,11 +663,18 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
     # 07): it compiles on square tiles, each then written transposed in place (elsewhere the
     # shapes do not broadcast and _store_axes_probe names it).
     for size, candidate, cand_magnitude in _tiles_stored_transposed(a, b, bias, relu):
-        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
-               f"{TILE_TRANSPOSED}: the output matches every {size}x{size} tile written "
-               "transposed in place (where BLOCK_M = BLOCK_N, so the store compiles), as rows = "
-               "offs_m[None, :] and cols = offs_n[:, None] do; the tile's rows run down C: "
-               "rows = offs_m[:, None], cols = offs_n[None, :] (and the mask from them)")
+        text = (f"{TILE_TRANSPOSED}: the output matches every {size}x{size} tile written "
+                "transposed in place (where BLOCK_M = BLOCK_N, so the store compiles), as rows = "
+                "offs_m[None, :] and cols = offs_n[:, None] do; the tile's rows run down C: "
+                "rows = offs_m[:, None], cols = offs_n[None, :] (and the mask from them)")
+        # With K = 0 and C inside one tile, C[r, c] = bias[r] both ways (0 past N): the
+        # transposed tile writes its element (c, r), bias[r], at C[r, c]. The replays are then
+        # one output, so the hint that came first (bias by row) names this one as its twin
+        # (once: every tile size that holds C says the same).
+        if (hint.startswith(BIAS_BY_ROW) and TILE_TRANSPOSED not in hint and by_row is not None
+                and _share_within(by_row, candidate, cand_magnitude, k, a.dtype) == 1.0):
+            hint += "; or, the same output here, " + text
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype), text)
     diagnoses = list(extra)
     if tile is not None:
         diagnoses.append(_tile_pattern(*tile))
@@ -885,6 +931,50 @@ GROUP_SIZE_MAX = ("group_size_m = tl.maximum(num_pid_m - first_pid_m, GROUP_M): 
                   "the last spans all the tile rows left and the last one runs past the grid")
 
 
+# Found by the eighth learner audit: a band's tile row or column computed from the wrong base
+# (first_pid_m left out of pid_m; tile_id for local in pid_n). Their hints were the generic
+# grouped-order ones, and knobs.blocks named num_pid_in_group = GROUP_M * num_pid_m, whose
+# replay misses the same tiles on one of its grids.
+PID_M_WITHOUT_FIRST = ("pid_m without first_pid_m: pid_m = local % group_size_m counts rows from "
+                       "the band's top, so every band lands on tile rows 0..GROUP_M-1 and the "
+                       "rows below are never computed; pid_m = first_pid_m + local % "
+                       "group_size_m")
+PID_N_FROM_TILE_ID = ("pid_n from tile_id, not local: pid_n = tile_id // group_size_m keeps "
+                      "counting across the bands, so every band after the first runs past the "
+                      "last tile column; the column inside a band is pid_n = local // "
+                      "group_size_m (local = tile_id % num_pid_in_group)")
+
+
+def _coords_mistakes(tm: int, tn: int, group_m: int):
+    """(hint, order) of the _tile_coords mistakes above on a tm x tn grid: (pid_m, pid_n) per
+    tile id, as _grouped_replay."""
+    out = {PID_M_WITHOUT_FIRST: [], PID_N_FROM_TILE_ID: []}
+    for t in range(tm * tn):
+        first = t // (group_m * tn) * group_m
+        size = min(tm - first, group_m)
+        local = t % (group_m * tn)
+        out[PID_M_WITHOUT_FIRST].append((local % size, local // size))
+        out[PID_N_FROM_TILE_ID].append((first + local % size, t // size))
+    return list(out.items())
+
+
+def _coords_mistake_hint(ctx, impl) -> str:
+    """Diagnosis: does the learner's _tile_coords, asked on every grid of order.grouped, give
+    exactly the order one of _coords_mistakes gives (and not the right one)? The hint names it;
+    "" otherwise (or when _tile_coords cannot be asked)."""
+    cases = [case.grid for case in _order_cases(ctx.device)]
+    orders = [_tile_coords_order(ctx, impl, *grid) for grid in cases]
+    if None in orders:
+        return ""
+    for i, (text, _) in enumerate(_coords_mistakes(*cases[0])):
+        replays = [_coords_mistakes(*grid)[i][1] for grid in cases]
+        rights = [_grouped_replay(tm, tn, g, g * tn, g * tn) for tm, tn, g in cases]
+        if orders == replays and replays != rights:
+            return (f"grouped index arithmetic: {text}; _tile_coords gives exactly the order "
+                    "this mistake gives on order.grouped's grids")
+    return ""
+
+
 def _tile_coords_order(ctx, impl, tm: int, tn: int, group_m: int):
     """The learner's _tile_coords(t, tm, tn, GROUP_M) for every tile id t, asked in the probe
     kernel of order.grouped: a list of (pid_m, pid_n), or None when it cannot be asked."""
@@ -996,6 +1086,9 @@ def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
             return any(pid is None or min(pid) < 0 for _, pid in outside)
         return bool(missed) and set(missed) == left
 
+    named = _coords_mistake_hint(ctx, impl)
+    if named:
+        return f"{named} ({seen})"
     missed, outside = _band_by_group_m(tm, tn, group_m)
     explained = explains(missed, outside)
     # The band's first row taken as group_id (only for tiles left unwritten), and the band
@@ -2035,6 +2128,10 @@ def order_grouped(ctx, impl, case):
     if got == _group_size_max(tm, tn, group_m) != right:
         ctx.fail(message, hint=f"grouped index arithmetic: {GROUP_SIZE_MAX}; _tile_coords "
                  "gives exactly the order this mistake gives")
+    for text, order in _coords_mistakes(tm, tn, group_m):
+        if got == order != right:
+            ctx.fail(message, hint=f"grouped index arithmetic: {text}; _tile_coords gives "
+                     "exactly the order this mistake gives")
     if set(got) != grid:
         missed = sorted(grid - set(got))[:4]
         twice = sorted({p for p in got if got.count(p) > 1})[:4]

@@ -203,7 +203,9 @@ def _empty_input_hint(impl, fn_name: str, args, error) -> str:
         if isinstance(row, np.ndarray) and row.dtype.kind == "f" and not np.isfinite(row).any():
             # The identity() branch may be there and never taken: a maximum seeded with 0 is
             # never -inf, and State(0.0, 0.0) is refused.
-            return _from_values_max_zero(impl) or _from_values_abs_max(impl) or HINT_NO_MASS
+            # (np.argmax of an all -inf row is 0, which a maximum seeded with 0 also gives.)
+            return (_from_values_wrong_max(impl) or _from_values_max_zero(impl)
+                    or _from_values_abs_max(impl) or HINT_NO_MASS)
         return ""
     empty_state = any(_is_state(impl, a) and getattr(a, "s", None) == 0.0 for a in args)
     if fn_name == "log_sum_exp" and empty_state:
@@ -212,7 +214,8 @@ def _empty_input_hint(impl, fn_name: str, args, error) -> str:
         # A finite x with the empty state: the state came from a row that was not empty.
         row = np.asarray(args[0]) if args else np.zeros(0)
         if row.dtype.kind == "f" and np.isfinite(row).any():
-            return _from_values_partial_neg_inf(impl) or ""
+            # (from_values shifted by the minimum gives a row holding -inf the empty state too)
+            return _from_values_wrong_max(impl) or _from_values_partial_neg_inf(impl) or ""
         return HINT_SOFTMAX_EMPTY
     return ""
 
@@ -435,6 +438,77 @@ HINT_SOFTMAX_SIGN = (
     "maximum gets exp(0) = 1 and every other value less: np.exp(x - m) / s")
 
 
+# Found by the eighth learner audit (each got another mistake's hint, a generic one or none).
+HINT_FROM_VALUES_MIN = (
+    "m is the minimum, not the maximum: from_values([3.0, 5.0, 4.0]) must be State(5.0, 1 + "
+    "exp(-1) + exp(-2)), but m = 3.0, the smallest value (np.min for np.max): shifted by the "
+    "minimum every term exp(x - m) is >= 1 and overflows for a wide row, and a row holding a "
+    "-inf entry gets m = -inf (the identity); m = float(np.max(x))")
+HINT_FROM_VALUES_ARGMAX = (
+    "m is the maximum's index, not its value: from_values([3.0, 5.0, 4.0]) must be State(5.0, "
+    "1 + exp(-1) + exp(-2)), but m = 1.0, where the maximum sits (np.argmax for np.max); the "
+    "shift is the largest value itself: m = float(np.max(x))")
+HINT_EMPTY_SIDE_RETURNED = (
+    "the empty side returned: merge(identity(), State(0, 1)) and merge(State(0, 1), identity()) "
+    "must both be State(0, 1), but {which} gives the identity: when a.m == -inf, a is the empty "
+    "side and the answer is b (and the other way round): if a.m == -inf: return b")
+HINT_MAX_OF_SUMS = (
+    "merged max taken over the sums: merge(State(100, 3), State(99, 5)) must have m = "
+    "max(a.m, b.m) = 100, but m = 5.0 = max(a.s, b.s): m is the maximum of the two maxima, "
+    "m = max(a.m, b.m); the sums are what gets rescaled")
+HINT_LSE_NO_M = (
+    "m left out of log_sum_exp: log_sum_exp(State(2.0, 3.0)) must be 2 + ln(3) = 3.0986..., but "
+    "it is ln(3) = 1.0986...: s = sum(exp(x - m)) is the sum shifted by m, so log(sum(exp(x))) "
+    "= m + log(s): return m + math.log(s)")
+HINT_SOFTMAX_TIMES_S = (
+    "multiplied by s, not divided: softmax([0, -1], State(0, 1 + exp(-1))) must be "
+    "exp(x - m) / s = [0.7311, 0.2689], but it is exp(x - m) * s: the values must sum to 1, "
+    "so divide: np.exp(x - m) / s")
+HINT_SOFTMAX_NUMERATOR_UNSHIFTED = (
+    "numerator not shifted by m: softmax([1, 0], State(1, 1 + exp(-1))) must be "
+    "exp(x - m) / s = [0.7311, 0.2689], but it is exp(x) / s: s sums exp(x - m), so the "
+    "numerator needs the same shift (exp(x) alone overflows past 709): np.exp(x - m) / s")
+HINT_EXP_OF_SUM = (
+    "exp of the sum, not the sum of the exps: from_values([1000.0, 999.0]) must be "
+    "State(1000.0, 1 + exp(-1)), but s = exp(-1) = exp(sum(x - m)) (and exp(-3) for [0, -1, "
+    "-2]): s adds one term exp(x - m) per value: s = np.sum(np.exp(x - m))")
+
+
+def _from_values_exp_of_sum(impl) -> str | None:
+    """HINT_EXP_OF_SUM when from_values builds s = exp(sum(x - m)): below 1 for any row without
+    ties, so State refuses it and the pairs come from _from_values_unchecked. Four tied values
+    (s = exp(0) = 1 against 4) tell it from a sum that leaves the maximum's term out (0)."""
+    import numpy as np
+
+    pairs = _from_values_unchecked(impl, (np.array([1000.0, 999.0]), np.full(4, 5.0),
+                                          np.array([0.0, -1.0, -2.0])))
+    if (pairs is not None and pairs[0][0] == 1000.0
+            and abs(pairs[0][1] - math.exp(-1.0)) <= 1e-12 and pairs[1] == (5.0, 1.0)
+            and pairs[2][0] == 0.0 and abs(pairs[2][1] - math.exp(-3.0)) <= 1e-12):
+        return HINT_EXP_OF_SUM
+    return None
+
+
+def _from_values_wrong_max(impl) -> str | None:
+    """HINT_FROM_VALUES_MIN or HINT_FROM_VALUES_ARGMAX when from_values([3.0, 5.0, 4.0]) is
+    shifted by the minimum (3.0) or by the maximum's index (1.0), with the s that shift gives:
+    both states are valid (s >= 1), so they come back. Asked before the probes on all-negative
+    rows, which the index 0 of np.argmax([-1.0] * 5) would answer as a maximum seeded with 0."""
+    import numpy as np
+
+    row = np.array([3.0, 5.0, 4.0])
+    try:
+        with strict(underflow=False):
+            got = impl.from_values(row)
+    except Exception:  # noqa: BLE001 - learner code may raise anything
+        return None
+    for m, hint in ((3.0, HINT_FROM_VALUES_MIN), (1.0, HINT_FROM_VALUES_ARGMAX)):
+        want = float(np.sum(np.exp(row - m)))
+        if _is_state(impl, got) and got.m == m and abs(got.s - want) <= 1e-12 * want:
+            return hint
+    return None
+
+
 def _from_values_abs_max(impl) -> str | None:
     """HINT_ABS_MAX when from_values of a mostly negative row has m = max(|x|) and the s that
     shift gives: eight values at -1 keep that wrong state valid (s = 8 exp(-2) + exp(-0.5)
@@ -578,15 +652,28 @@ def _first_mistake(impl) -> str | None:
             return HINT_NOT_STATE
         if isinstance(error, NAN_ERRORS) or (error is None and _bits(both) != _bits(empty)):
             return HINT_IDENTITY
+        # The branches written the wrong way round (if a.m == -inf: return a): merging with
+        # the empty state gives the empty state back, and both empty still passes above.
+        one = attempt(State, 0.0, 1.0)
+        for which, args in (("merge(identity(), a)", (empty, one)),
+                            ("merge(a, identity())", (one, empty))):
+            got = attempt(impl.merge, *args) if one is not None else None
+            if got is not None and _is_state(impl, got) and _bits(got) == _bits(empty):
+                return HINT_EMPTY_SIDE_RETURNED.format(which=which)
     # A maximum seeded with 0 also breaks the shift probes below (m = 0 for the row near
     # -1000, whose terms then underflow to s = 0): name it first.
+    # The minimum or the maximum's index for m: before the all-negative rows below, where
+    # np.argmax([-1.0] * 5) = 0 looks like a maximum seeded with 0.
+    hint = _from_values_wrong_max(impl) if getattr(impl, "from_values", None) else None
+    if hint:
+        return hint
     if getattr(impl, "from_values", None) is not None and _from_values_max_zero(impl):
         return HINT_MAX_ZERO_FROM_VALUES
     # max(|x|) and a mean for the sum break the shift probes below too (a positive m for the
     # row near -1000; a refused s < 1): named first, each from its own replay.
     if getattr(impl, "from_values", None) is not None:
         hint = (_from_values_abs_max(impl) or _from_values_mean(impl)
-                or _from_values_without_max_term(impl))
+                or _from_values_without_max_term(impl) or _from_values_exp_of_sum(impl))
         if hint:
             return hint
         if _from_values_partial_neg_inf(impl):
@@ -624,6 +711,9 @@ def _first_mistake(impl) -> str | None:
         # m - log(s): the sign of the log flipped.
         if isinstance(got, float) and abs(got - (2.0 - math.log(3.0))) <= 1e-12:
             return HINT_LSE_SIGN
+        # log(s) alone: m left out.
+        if isinstance(got, float) and abs(got - math.log(3.0)) <= 1e-12:
+            return HINT_LSE_NO_M
         # log(exp(m) + s) (np.logaddexp(m, log(s))): s added to exp(m) instead of scaling it.
         if isinstance(got, float) and abs(got - math.log(math.exp(2.0) + 3.0)) <= 1e-12:
             return HINT_LSE_LOGADDEXP
@@ -642,6 +732,13 @@ def _first_mistake(impl) -> str | None:
     for got in (forward, backward):
         if got is not None and _is_state(impl, got) and got.m != 1.0:
             return HINT_FIRST_MAX
+    # m = max(a.s, b.s): sums of 3 and 5 under maxima of 100 and 99, so that the wrong state
+    # (m = 5, s = 3 exp(95) + 5 exp(94)) is valid and comes back; both orders.
+    apart = (attempt(State, 100.0, 3.0), attempt(State, 99.0, 5.0))
+    if None not in apart:
+        for got in (attempt(impl.merge, *apart), attempt(impl.merge, *apart[::-1])):
+            if got is not None and _is_state(impl, got) and got.m == 5.0:
+                return HINT_MAX_OF_SUMS
     # Two negative maxima: a merged maximum seeded with 0 says 0.0. The sums of 5 keep that
     # wrong state valid (s = 5 * (exp(-1) + exp(-2)) >= 1), so it comes back instead of an error.
     negative = (attempt(State, -1.0, 5.0), attempt(State, -2.0, 5.0))
@@ -747,6 +844,17 @@ def _first_mistake(impl) -> str | None:
             if got is not None and _is_state(impl, got) and got.m == 0.0 \
                     and abs(got.s - want) > 1e-9 * want and abs(got.s - 1.0) <= 1e-12:
                 return HINT_FAR_SIDE
+    # exp(x - m) * s (multiplied, not divided) and exp(x) / s (the numerator unshifted), each
+    # on a row where the right answer is neither; only a softmax that returns a 2-array.
+    if getattr(impl, "softmax", None) is not None:
+        for row, m, replay, hint in (
+                ([0.0, -1.0], 0.0, lambda x: np.exp(x) * e1, HINT_SOFTMAX_TIMES_S),
+                ([1.0, 0.0], 1.0, lambda x: np.exp(x) / e1, HINT_SOFTMAX_NUMERATOR_UNSHIFTED)):
+            x = np.array(row)
+            got = attempt(impl.softmax, x, attempt(State, m, e1))
+            if (isinstance(got, np.ndarray) and got.shape == (2,)
+                    and bool(np.allclose(got, replay(x), rtol=1e-12, atol=0.0))):
+                return hint
     # An epsilon added to s: softmax([0.0], State(0, 1)) is 1 / (1 + eps) instead of exactly
     # 1; the eps read off it must then replay a second probe.
     if getattr(impl, "softmax", None) is not None:

@@ -387,3 +387,42 @@ BUGS += [
 # The band's height mistake seen by order.grouped, which compares _tile_coords's order with the
 # replay exactly.
 BUGS.append(seen_later(BUGS, "group_size_max", name="group_size_max_order", check="order.grouped"))
+# The tile stored transposed, seen by forward.zero_k: with K = 0 and C inside one tile (5 x 9)
+# its output is bias[m] along each row m, exactly what the bias indexed by row gives, and the
+# hint named that alone; it now names both as twins there (the transposed tiles alone at 33 x 70).
+BUGS.append(seen_later(BUGS, "store_axes_swapped", name="store_axes_swapped_zero_k",
+                       check="forward.zero_k", hint="the same output here, each tile stored "
+                                                    "transposed"))
+
+BUGS += [
+    # The eighth learner audit: the K mask one short, offs_k < K - k0 - 1, so the last K
+    # position is never added (no hint on the first FAIL; later ones named tl.dot's operands
+    # swapped, the ReLU before the bias or the k0 * BLOCK_K mask).
+    Bug("k_mask_one_short", find="k_mask = offs_k < K - k0  #",
+        replace="k_mask = offs_k < K - k0 - 1  #", check="forward.ragged",
+        hint="K mask one short"),
+    # Its K mask one too long (<=) and without k0 (offs_k < K): both read past K in the last
+    # step, and the K-tail probe names that on the first FAIL already.
+    Bug("k_mask_le", find="k_mask = offs_k < K - k0  #", replace="k_mask = offs_k <= K - k0  #",
+        check="forward.k_tail", hint="K tail not masked"),
+    # Its pid_m without first_pid_m and pid_n from tile_id instead of local (the generic
+    # grouped-order hints; knobs.blocks named num_pid_in_group = GROUP_M * num_pid_m).
+    Bug("pid_m_without_first", find="    pid_m = first_pid_m + local % group_size_m\n",
+        replace="    pid_m = local % group_size_m\n", check="knobs.group_m",
+        hint="pid_m without first_pid_m"),
+    Bug("pid_n_from_tile_id", find="    pid_n = local // group_size_m\n",
+        replace="    pid_n = tile_id // group_size_m\n", check="knobs.group_m",
+        hint="pid_n from tile_id, not local"),
+    # Its store masks joined with | and on the rows only: named already, from the lanes the
+    # interpreter's bounds check counts in the faulting store (none on a GPU).
+    Bug("store_mask_or", find="    c_mask = (rows < M) & (cols < N)",
+        replace="    c_mask = (rows < M) | (cols < N)", check="forward.ragged",
+        hint="store mask joined with | instead of &", interpreter_only=True),
+    Bug("store_mask_rows_only", find="    c_mask = (rows < M) & (cols < N)",
+        replace="    c_mask = rows < M", check="forward.ragged",
+        hint="store mask on the rows only", interpreter_only=True),
+]
+BUGS.append(seen_later(BUGS, "pid_m_without_first", name="pid_m_without_first_order",
+                       check="order.grouped"))
+BUGS.append(seen_later(BUGS, "pid_n_from_tile_id", name="pid_n_from_tile_id_blocks",
+                       check="knobs.blocks"))

@@ -277,3 +277,38 @@ BUGS += [
         replace="        return np.exp(state.m - x) / state.s\n",
         check="softmax.high_precision", hint="softmax's exponent sign flipped"),
 ]
+
+BUGS += [
+    # Found by the eighth learner audit (each got another mistake's hint, a generic one or
+    # none): the identity branches returning the empty side (merge.partitions and later said
+    # "m must be the maximum of all values")...
+    Bug("merge_empty_side_returned",
+        find="    if a.m == -math.inf:\n        return b\n    if b.m == -math.inf:\n        return a\n",
+        replace="    if a.m == -math.inf:\n        return a\n    if b.m == -math.inf:\n        return b\n",
+        check="identity.laws", hint="the empty side returned"),
+    # ...the merged maximum taken over the sums (merge.commutative failed with no hint)...
+    Bug("merge_max_of_sums", find="m = max(a.m, b.m)", replace="m = max(a.s, b.s)",
+        check="merge.commutative", hint="merged max taken over the sums"),
+    # ...from_values shifted by the minimum ("a row with some -inf entries is not empty")...
+    Bug("from_values_min_for_max", find="m = float(np.max(x))", replace="m = float(np.min(x))",
+        check="identity.laws", hint="m is the minimum, not the maximum"),
+    # ...by the maximum's index ("max seeded with 0": np.argmax([-1.0] * 5) is 0)...
+    Bug("from_values_argmax_for_max", find="m = float(np.max(x))",
+        replace="m = float(np.argmax(x))", check="identity.laws",
+        hint="m is the maximum's index, not its value"),
+    # ...s as the exp of the summed gaps ("missing max shift")...
+    Bug("from_values_exp_of_sum", find="s = float(np.sum(np.exp(x - m)))",
+        replace="s = float(np.exp(np.sum(x - m)))", check="identity.laws",
+        hint="exp of the sum, not the sum of the exps"),
+    # ...log_sum_exp without m (the hint only restated the formula)...
+    Bug("log_sum_exp_without_m", find="    return state.m + math.log(state.s)\n",
+        replace="    return math.log(state.s)\n", check="log_sum_exp.high_precision",
+        hint="m left out of log_sum_exp"),
+    # ...and softmax multiplying by s, or leaving the numerator unshifted (the formula restated).
+    Bug("softmax_times_s", find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp(x - state.m) * state.s\n", check="softmax.high_precision",
+        hint="multiplied by s, not divided"),
+    Bug("softmax_numerator_unshifted", find="        return np.exp(x - state.m) / state.s\n",
+        replace="        return np.exp(x) / state.s\n", check="softmax.high_precision",
+        hint="numerator not shifted by m"),
+]
