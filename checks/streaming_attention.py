@@ -9,8 +9,9 @@ When a comparison fails, the classic streaming mistakes are replayed in float64 
 inputs (numerator or denominator not rescaled, alpha from the block's own max, max never updated,
 dropped keys given a finite score instead of -inf, keys past N left unmasked, the diagonal
 excluded or not masked, the accumulator kept in 16 bits, the scale applied after the softmax or
-twice, a tensor read with another's strides or as if contiguous, ...): the hint names the one
-whose output the implementation reproduces.
+twice, a tensor read with another's strides or as if contiguous, the key mask built on the
+rows, the running max taken over the whole tile, ...): the hint names the one whose output the
+implementation reproduces.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 alpha_base_e=False, acc_by_column=False, acc_not_carried=False,
                 p_base_e=False, keep_inverted=False, p_by_column=False, v_transposed=False,
                 acc_added_twice=False, l_alpha_on_block=False, multiply_den=False,
-                p_unscaled=False, m_block_only=False):
+                p_unscaled=False, m_block_only=False, key_mask_rows=False, tile_max=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -233,6 +234,17 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     m_block_only: m_i = this block's max (tl.max(s, 1) * qk_scale) at the end of the step, not
     m_new: acc and l stay in units of m_new, but the next alpha = exp2(m_i - m_new) starts from
     the block's own max, wrong wherever an earlier block held the row's maximum.
+    key_mask_rows: keep = offs_n[:, None] < N, a (BLOCK_N, 1) column: it compiles only where
+    block_m == block_n (elsewhere this replay gives the right output), and there row i of the
+    (BLOCK_M, BLOCK_N) tile is kept or dropped whole by key start_n + i: in the masked stage's
+    blocks a row whose place in its row block is i keeps every key of the block (those past N
+    load as 0 and score 0) where start_n + i < N, and none where not (the causal term still
+    applies: causal, start_n + i is the row itself, and the output is right).
+    tile_max: m_new = max(m_i, tl.max(s) * qk_scale), the max over the whole (BLOCK_M, BLOCK_N)
+    tile (the last row block's rows past N, q loaded as 0, included) instead of each row's: a
+    larger shift cancels in acc / l, but float32's exp2 flushes a weight below 2^-126 to 0
+    (modelled here: float64 would keep it), so a row whose logits all lie more than 126 log2
+    units below another row's loses its keys (l = 0: 0 / 0 = NaN).
     """
     import torch
 
@@ -248,14 +260,21 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     by_column = acc_by_column and v.shape[1] == block_m
     p_cols = p_by_column and block_m == block_n
     v_trans = v_transposed and v.shape[1] == block_n
-    if column_sums or by_column or p_cols:  # the last row block's rows past N (q loaded as 0) join in
+    # the last row block's rows past N (q loaded as 0) join in
+    if column_sums or by_column or p_cols or tile_max:
         q64 = torch.cat([q64, q64.new_zeros((-(-n // block_m) * block_m - n, q64.shape[1]))])
     n_rows = q64.shape[0]
     s_all = (q64 @ kp.T) * scale  # (n_rows, n_pad)
     rows = torch.arange(n_rows)[:, None]
     cols = torch.arange(n_pad)[None, :]
     visible = torch.ones((n_rows, n_pad), dtype=torch.bool)
-    if mask_keys and not diagonal_in_stage1:
+    if key_mask_rows and block_m == block_n:
+        # In the masked stage's key blocks (causal: from the row block's first key; else the
+        # ragged tail) a tile row i = row % block_m is kept whole where start_n + i < N.
+        first_masked = (rows // block_m) * block_m if causal else (n // block_n) * block_n
+        by_row = (cols // block_n) * block_n + rows % block_m < n
+        visible &= torch.where(cols >= first_masked, by_row, cols < n)
+    elif mask_keys and not diagonal_in_stage1:
         visible &= cols < (n if key_limit is None else key_limit)
     if causal and not (diagonal_unmasked or diagonal_in_stage1):
         visible &= (cols <= rows) if inclusive else (cols < rows)
@@ -287,6 +306,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 break
             s = s_all[:, start:start + block_n]
             block_max = s.max(dim=1).values
+            if tile_max:  # one max for all the rows of a program's tile
+                block_max = block_max.reshape(-1, block_m).max(dim=1).values.repeat_interleave(
+                    block_m)
             m_new = torch.maximum(m, block_max)
             # natural units: the same as exp2 in log2 units
             shift = m if p_old_max else m_new * (scale * LOG2E if max_scaled_twice else 1.0)
@@ -299,9 +321,13 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 p = torch.exp((s - shift[:, None]) * (LOG2E if p_base_e else 1.0))
             if weight is not None:
                 p = p * weight[:, start:start + block_n]
+            if tile_max:  # float32's exp2 flushes below 2^-126 to 0 (float64 would not)
+                p = p.masked_fill((s - shift[:, None]) * LOG2E < -126.0, 0.0)
             alpha = torch.exp((m - (block_max if alpha_block_max else m_new))
                               * (scale * LOG2E if alpha_scaled_twice else
                                  LOG2E if alpha_base_e else 1.0))
+            if tile_max:  # alpha too
+                alpha = alpha.masked_fill((m - m_new) * LOG2E < -126.0, 0.0)
             p_sum = p.sum(dim=1)
             if column_sums:  # (block_m, block_n) tiles: sum each tile over its rows
                 p_sum = p.reshape(-1, block_m, block_n).sum(dim=1).reshape(-1)
@@ -683,6 +709,20 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                      "makes m_new = +inf in every key block with a dropped key (past N, or after "
                      "the row when causal), and there exp2(+inf - +inf) = NaN; set them to "
                      "-float(\"inf\"), exp2(-inf) = 0", {"mask_logit": math.inf})
+    keys_unmasked = ("keys past N unmasked: the last key block reaches past N; those keys load as "
+                     "0, score 0 and add exp2(0 - m) to the denominator unless set to -inf",
+                     {"mask_keys": False})
+    acc_after_add = ("numerator rescaled after the add: acc = (acc + P V) * alpha scales this key "
+                     "block's P V too (and the first block's alpha is exp2(-inf - m) = 0, which "
+                     "drops it); rescale the old sum, then add: acc = acc * alpha[:, None] + P V",
+                     {"acc_scaled_after_add": True})
+    key_mask_on_rows = (
+        "key mask built on the wrong axis: keep = offs_n[:, None] < N is a (BLOCK_N, 1) column, "
+        "which Triton lays over the (BLOCK_M, BLOCK_N) scores only where BLOCK_M == BLOCK_N "
+        "(elsewhere it does not compile): row i of the tile is then kept or dropped whole by key "
+        "start_n + i, so in the masked stage some rows keep the keys past N (loaded as 0, "
+        "scoring 0) and the others lose the ragged block's real keys; keys are the columns: "
+        "keep = offs_n[None, :] < N", {"key_mask_rows": True})
     hints = [
         rounded_through(),
         replay("numerator not rescaled: acc (the running P @ V) must be multiplied by alpha = "
@@ -737,10 +777,16 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "(the denominator still sums every block); pass acc as the accumulator, "
                "tl.dot(p, v, acc), after rescaling it by alpha", max_n=_REPLAY_MAX_N,
                strict=True, acc_not_carried=True),
-        replay("numerator rescaled after the add: acc = (acc + P V) * alpha scales this key "
-               "block's P V too (and the first block's alpha is exp2(-inf - m) = 0, which "
-               "drops it); rescale the old sum, then add: acc = acc * alpha[:, None] + P V",
-               strict=True, also=[keep_inverted], acc_scaled_after_add=True),
+        # Where N < BLOCK_N every row keeps every key past N under the key mask on the wrong
+        # axis: the classic "keys past N unmasked" gives that output and is named first.
+        replay(keys_unmasked[0], max_n=_REPLAY_MAX_N, strict=True,
+               also=[key_mask_on_rows, acc_after_add, keep_inverted], **keys_unmasked[1]),
+        # Before "numerator rescaled after the add", whose output (0 where a row has one key
+        # block) lies within 1% of this one's departure where a row's one key is far outweighed
+        # by the keys past N it keeps: named after it there, with its own twin (where() swapped).
+        replay(key_mask_on_rows[0], max_n=_REPLAY_MAX_N, strict=True,
+               also=[acc_after_add, keep_inverted], **key_mask_on_rows[1]),
+        replay(acc_after_add[0], strict=True, also=[keep_inverted], **acc_after_add[1]),
         # Strict: right where a row's program visits one key block, so near the reference
         # (and other mistakes' outputs) where few rows span two.
         replay("numerator added twice: acc += tl.dot(p, v, acc) adds acc to a dot that already "
@@ -785,9 +831,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         # it with the other mistakes that give NaN everywhere.
         replay(mask_plus_inf[0], max_n=_REPLAY_MAX_N, strict=True, not_all_nan=True,
                **mask_plus_inf[1]),
-        replay("keys past N unmasked: the last key block reaches past N; those keys load as 0, "
-               "score 0 and add exp2(0 - m) to the denominator unless set to -inf",
-               mask_keys=False),
+        replay(keys_unmasked[0], **keys_unmasked[1]),
         replay("key mask off by one: key N (one past the last key, loaded as 0) was kept; keep "
                "key j when j < N, not j <= N: it scores 0 and adds exp2(0 - m) to the "
                "denominator", key_limit=n + 1),
@@ -845,6 +889,16 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "the next alpha = exp2(m_i - m_new) rescales them from the wrong max wherever an "
                "earlier key block held the row's maximum; m_i = m_new", max_n=_REPLAY_MAX_N,
                strict=True, m_block_only=True),
+        # Right wherever no row's logits lie 126 log2 units below another row's of the same
+        # tile: forward.extreme's huge logits (NaN rows), never ordinary inputs. Strict: most
+        # of its rows are NaN, as other mistakes' are there.
+        replay("running max taken over the whole tile: tl.max(s) without an axis reduces the "
+               "(BLOCK_M, BLOCK_N) scores to one number, so every row is shifted by the largest "
+               "logit of any row of the block; harmless while the rows' logits lie close, but "
+               "a row whose logits all lie more than 126 log2 units below it gets exp2(...) = 0 "
+               "for every key (float32 flushes it), l = 0 and 0 / 0 = NaN; each row its own "
+               "max: m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)", max_n=_REPLAY_MAX_N,
+               strict=True, tile_max=True),
     ]
     if causal:
         hints.append(formula("causal mask not applied: the output equals non-causal attention",
@@ -934,20 +988,23 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"blocks of BLOCK_N = {bn}) count twice; stage 2 takes only the ragged tail, "
             f"lo2 = hi1 = (N // BLOCK_N) * BLOCK_N"),
             lambda sm, bm, bn: ((n // bn) * bn, 0, n)))
-        hints.append(walk(lambda bm, bn: (
-            f"stage 1 ends at a block count, not a key index: hi1 = N // BLOCK_N "
-            f"(= {n // bn} for N = {n}, BLOCK_N = {bn}) counts key blocks, but the loops run "
-            f"over keys, so stage 1 ends at key (N // BLOCK_N) * BLOCK_N = {(n // bn) * bn}; "
-            f"here the masked stage then ran from key {n // bn} and counted keys "
-            f"{n // bn}..{-(-(n // bn) // bn) * bn - 1} a second time"),
-            lambda sm, bm, bn: (n // bn, n // bn, n)))
-        hints.append(walk(lambda bm, bn: (
+        block_before_n = walk(lambda bm, bn: (
             f"stage 1 ends one key block before N: hi1 = N - BLOCK_N (= {n - bn} for N = {n}, "
             f"BLOCK_N = {bn}) is not a multiple of BLOCK_N, so stage 1's last block runs to key "
             f"{-(-(n - bn) // bn) * bn - 1} and the masked stage, from lo2 = hi1, adds keys "
             f"{n - bn}..{-(-(n - bn) // bn) * bn - 1} a second time; stage 1 takes the full "
             f"key blocks, hi1 = (N // BLOCK_N) * BLOCK_N"),
-            lambda sm, bm, bn: (n - bn, n - bn, n) if n >= bn else (0, 0, n)))
+            lambda sm, bm, bn: (n - bn, n - bn, n) if n >= bn else (0, 0, n))
+        # Where N - BLOCK_N == N // BLOCK_N (N = 17, BLOCK_N = 16) the two walks are one: named
+        # after it.
+        hints.append(or_same(walk(lambda bm, bn: (
+            f"stage 1 ends at a block count, not a key index: hi1 = N // BLOCK_N "
+            f"(= {n // bn} for N = {n}, BLOCK_N = {bn}) counts key blocks, but the loops run "
+            f"over keys, so stage 1 ends at key (N // BLOCK_N) * BLOCK_N = {(n // bn) * bn}; "
+            f"here the masked stage then ran from key {n // bn} and counted keys "
+            f"{n // bn}..{-(-(n // bn) // bn) * bn - 1} a second time"),
+            lambda sm, bm, bn: (n // bn, n // bn, n)), [block_before_n]))
+        hints.append(block_before_n)
     hints.extend(before_symptoms)
     if not generic:
         return hints
@@ -1161,15 +1218,18 @@ def _fenced_tail_read(ctx, impl, case, q, k, v, scale):
     return diagnose
 
 
-def _padded(ctx, q, k, v, *, rows="zero"):
+def _padded(ctx, q, k, v, *, rows="zero", before=False):
     """Copies of q, k and v that are the first N rows of longer buffers whose later rows are
     "zero", "random" numbers, or "resampled": rows of the inputs themselves, row j of q, k and
     v together (keys of the same kind as the real ones: an extreme case's scale keeps them
-    finite). Reads past N then succeed and add nothing that is NaN."""
+    finite). Reads past N then succeed and add nothing that is NaN. before=True: the last N
+    rows instead, those rows in front of them (reads before row 0 succeed)."""
     torch = ctx.torch
     n, d = q.shape
     if rows == "resampled" and n:
         picked = torch.randint(0, n, (_FENCE_ROWS,), generator=ctx.generator).to(q.device)
+    first = _FENCE_ROWS if before else 0  # where the real rows lie in the buffer
+    extra = slice(0, _FENCE_ROWS) if before else slice(n, None)
     padded = []
     for t in (q, k, v):
         if rows == "random":
@@ -1177,18 +1237,19 @@ def _padded(ctx, q, k, v, *, rows="zero"):
         else:
             buffer = torch.zeros((n + _FENCE_ROWS, d), dtype=t.dtype, device=t.device)
             if rows == "resampled" and n:
-                buffer[n:] = t[picked]
-        buffer[:n] = t
-        padded.append(buffer[:n])
+                buffer[extra] = t[picked]
+        buffer[first:first + n] = t
+        padded.append(buffer[first:first + n])
     return padded
 
 
-def _call_on_padded(ctx, impl, case, padded, scale, rows):
-    """The learner's attention on `padded` (from _padded; `rows`: what follows row N) with the
-    case's mask and knobs, or None if that call fails."""
+def _call_on_padded(ctx, impl, case, padded, scale, rows, where="followed by"):
+    """The learner's attention on `padded` (from _padded; `rows`: what follows row N, or
+    precedes row 0 where `where` says so) with the case's mask and knobs, or None if that call
+    fails."""
     try:
         return ctx.call(impl.attention, *padded, causal=bool(case.causal), scale=scale,
-                        **_knobs(case), name=f"attention on q, k, v followed by {rows} rows",
+                        **_knobs(case), name=f"attention on q, k, v {where} {rows} rows",
                         expect_shape=tuple(padded[0].shape), expect_dtype=padded[0].dtype)
     except CheckFailed:
         return None
@@ -1293,10 +1354,97 @@ def _failed_call_probed(ctx, impl, case, q, k, v, scale, logit_term=None):
             exc.hint = (_diagonal_in_stage1(ctx, impl, case, q, k, v, scale)
                         or _first_stage_past_n_probe(ctx, impl, case, q, k, v, scale,
                                                      logit_term=logit_term)
+                        or _masked_stage_before_key0(ctx, impl, case, q, k, v, scale)
                         or exc.hint)
-        elif case.causal and (exc.hint or "").startswith("block shapes do not"):
-            exc.hint = _causal_shapes(impl, case, q, k, v, scale) or exc.hint
+        elif (exc.hint or "").startswith("block shapes do not"):
+            # The key mask first: under the interpreter a non-causal call whose masked stage
+            # is empty (BLOCK_N divides N) runs, so _causal_shapes would blame the causal term.
+            exc.hint = (_key_mask_axis(impl, case, q, k, v, scale)
+                        or (case.causal and _causal_shapes(impl, case, q, k, v, scale))
+                        or exc.hint)
         raise
+
+
+def _masked_stage_before_key0(ctx, impl, case, q, k, v, scale):
+    """The hint for a non-causal call that read before row 0 (the interpreter's bounds check
+    stopped it) when stage 1 ended one key block before N, hi1 = N - BLOCK_N, with N < BLOCK_N:
+    hi1 < 0, so stage 1 runs no block and the masked stage, from lo2 = hi1, loads the keys
+    N - BLOCK_N..N - 1, the BLOCK_N - N rows in front of k and v included (the mask offs_n < N
+    keeps them). attention is called again on copies of q, k and v preceded by random rows (then
+    rows resampled from the inputs, as _first_stage_past_n_probe does), so the same reads
+    succeed, and the mistake is named only if that output is softmax over those BLOCK_N keys.
+    With N >= BLOCK_N the same mistake reads nothing before row 0: walk() names it there."""
+    import torch
+
+    n, d = q.shape
+    if case.causal or n == 0:
+        return None
+    scale_used = d ** -0.5 if scale is None else scale
+    expected = reference(q, k, v, causal=False, scale=scale_used)
+    dtype = str(q.dtype).replace("torch.", "")
+    widths = [bn for bn in dict.fromkeys(bn for _, bn in _block_candidates(impl, case, n, d,
+                                                                           dtype, False))
+              if bn > n]
+    for rows in ("random", "resampled") if widths else ():
+        padded = _padded(ctx, q, k, v, rows=rows, before=True)
+        got = _call_on_padded(ctx, impl, case, padded, scale, rows, where="preceded by")
+        if got is None:
+            continue
+        for bn in widths:
+            kk, vv = (_strided_view(t, (bn, d), tuple(t.stride()),
+                                    t.storage_offset() - (bn - n) * t.stride(0))
+                      for t in padded[1:])
+            if kk is None or vv is None:
+                continue
+            cand = torch.softmax((q.double().cpu() @ kk.double().cpu().T) * scale_used,
+                                 dim=-1) @ vv.double().cpu()
+            if _reproduces(got.double().cpu(), cand, expected, dtype, v,
+                           _max_logit(q, kk, scale_used)):
+                return (f"stage 1 ends one key block before N: hi1 = N - BLOCK_N (= {n - bn} "
+                        f"for N = {n}, BLOCK_N = {bn}) is negative, so stage 1 runs no block "
+                        f"and the masked stage, from lo2 = hi1, starts before key 0: it loads "
+                        f"the {bn - n} rows in front of k and v, which the mask offs_n < N keeps "
+                        f"(on q, k, v preceded by {rows} rows the output is softmax over keys "
+                        f"{n - bn}..{n - 1}); stage 1 takes the full key blocks, hi1 = (N // "
+                        f"BLOCK_N) * BLOCK_N, here 0")
+    return None
+
+
+def _key_mask_axis(impl, case, q, k, v, scale):
+    """A call refused for block shapes that do not broadcast, where the key mask was built on
+    the rows: keep = offs_n[:, None] < N is (BLOCK_N, 1), which fits the (BLOCK_M, BLOCK_N)
+    scores only where BLOCK_M == BLOCK_N. The same inputs are run again on square tiles
+    (BLOCK_N of the failed call's most likely tile, for both), without the causal mask (which
+    is harmless there: the diagonal block's tile row i is row start_m * BLOCK_M + i) and on a
+    ragged N (N - 1 where BLOCK_N divides N: the masked stage must run), and the mistake is
+    named only if that output is _streamed64's key_mask_rows replay."""
+    from checks.context import call_learner
+
+    n, d = q.shape
+    dtype = str(q.dtype).replace("torch.", "")
+    bm, bn = _block_candidates(impl, case, n, d, dtype, bool(case.causal))[0]
+    m = n if n % bn else n - 1
+    if bm == bn or m <= 0:
+        return None
+    q, k, v = q[:m], k[:m], v[:m]
+    try:
+        got = call_learner(impl.attention, q, k, v, causal=False, scale=scale, block_m=bn,
+                           block_n=bn)
+    except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+        return None
+    scale_used = d ** -0.5 if scale is None else scale
+    expected = reference(q, k, v, causal=False, scale=scale_used)
+    cand = _streamed64(q, k, v, causal=False, scale=scale_used, block_m=bn, block_n=bn,
+                       key_mask_rows=True)
+    if not _reproduces(got.double().cpu(), cand, expected, dtype, v,
+                       _max_logit(q, k, scale_used)):
+        return None
+    return (f"key mask built on the wrong axis: keep = offs_n[:, None] < N is a (BLOCK_N, 1) "
+            f"column, which does not broadcast against the (BLOCK_M, BLOCK_N) scores where "
+            f"BLOCK_M != BLOCK_N (here {bm} and {bn}); on square tiles (BLOCK_M = BLOCK_N = "
+            f"{bn}, N = {m}, no causal mask), where it compiles, the same call gives that "
+            f"mistake's output (row i of a tile kept or dropped whole by key start_n + i); keys "
+            f"are the columns: keep = offs_n[None, :] < N")
 
 
 def _causal_shapes(impl, case, q, k, v, scale):

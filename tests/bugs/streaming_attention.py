@@ -520,9 +520,41 @@ BUGS += [
         hint="running max set to the block's own max"),
     # The seventh learner audit's 02: non-causal stage 1 ended at N - BLOCK_N ("all but the last
     # block"): with N not a multiple of BLOCK_N the masked stage adds some keys again (and with
-    # N < BLOCK_N it starts before key 0: the interpreter's bounds check stops that call, whose
-    # "tail not masked" is the first FAIL; the ragged N > BLOCK_N cases had no hint).
+    # N < BLOCK_N it starts before key 0: see first_stage_ends_block_before_n_short_n below).
     Bug("first_stage_ends_block_before_n", find="        hi1 = (n_ctx // BLOCK_N) * BLOCK_N\n",
         replace="        hi1 = n_ctx - BLOCK_N\n", check="forward.values",
         hint="stage 1 ends one key block before N"),
 ]
+
+# The seventh learner audit's leftovers.
+BUGS += [
+    # The same mistake at forward.values' first case (N = 1 < BLOCK_N): the masked stage starts
+    # at hi1 = 1 - BLOCK_N < 0 and loads rows in front of k and v; the interpreter's bounds check
+    # stops the call, and the same call on inputs preceded by random rows names it (it said
+    # "tail not masked"). The zoo stops at the first FAIL naming this hint: the N = 1 case.
+    # Interpreter only: on a GPU nothing stops that read (the ragged cases name it there).
+    seen_later(BUGS, "first_stage_ends_block_before_n",
+               name="first_stage_ends_block_before_n_short_n", check="forward.values",
+               hint="starts before key 0", interpreter_only=True),
+    # keep built on the rows, offs_n[:, None] < N: a (BLOCK_N, 1) column that broadcasts over
+    # the (BLOCK_M, BLOCK_N) scores only where BLOCK_M == BLOCK_N; there a tile row is kept or
+    # dropped whole (N = 1: every row keeps the keys past N, the output of "keys past N
+    # unmasked", named beside it). Elsewhere the block shapes do not broadcast, and the same
+    # call on square tiles names it.
+    Bug("key_mask_on_rows", find="            keep = offs_n[None, :] < n_ctx\n",
+        replace="            keep = offs_n[:, None] < n_ctx\n", check="forward.values",
+        hint="key mask built on the wrong axis"),
+    # m_new from the max over the whole tile (tl.max(s), no axis): exact on ordinary inputs (any
+    # shift cancels in acc / l), NaN on forward.extreme's huge logits, where a row's weights all
+    # underflow under another row's max (it said "max not carried across blocks").
+    Bug("running_max_over_tile", find="m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)",
+        replace="m_new = tl.maximum(m_i, tl.max(s) * qk_scale)", check="forward.extreme",
+        hint="running max taken over the whole tile"),
+]
+
+# The key mask on the rows seen by the later checks: their square tiles by the replay, the
+# others (BLOCK_M != BLOCK_N: the block shapes do not broadcast) by the probe on square tiles.
+BUGS += [seen_later(BUGS, "key_mask_on_rows", check=check,
+                    name="key_mask_on_rows_" + check.replace("forward.", "").replace(".", "_"))
+         for check in ("forward.kv_splits", "forward.strided", "forward.extreme", "heads.values",
+                       "forward.configs")]
