@@ -463,6 +463,12 @@ def _exception_hint(exc: BaseException) -> str:
     shape = _shape_hint(text)
     if shape:
         return shape
+    if "Both operands must be same dtype" in text:
+        # The interpreter asserts what a GPU's compiler refuses (_compilation_hint): a tile cast
+        # to a fixed dtype (p.to(tl.float16)) beside an operand of another dtype.
+        return ("tl.dot operands of two dtypes: both operands of tl.dot must have one dtype; "
+                "cast one to the other's dtype (such as attention's p.to(v.dtype)) rather than "
+                "to a fixed one, keeping the float32 accumulator")
     if name == "InterpreterError":
         return "the kernel failed under Triton's interpreter: the message shows the Python error"
     if name == "OutOfResources":

@@ -436,9 +436,11 @@ def _softmax_diagnoses(width: int, x=None, impl=None, launched=None):
            _tail_padded_plus_inf(x, probe, _probe(impl, x, _RAGGED_PROBE_ROWS))]
           if probe is not None else []),
         *([_row_offset_without_stride(x), _rows_loaded_from_row_zero(x),
-           _denominator_sums_z(x, block),
+           _denominator_sums_z(x, block), _denominator_sums_x(x, block, probe),
            *([_denominator_sums_exp_x(x, probe)] if probe is not None else []),
-           _tail_loaded_as_zero(x, block), _max_as_denominator(x), _rounded_through_fp16(x),
+           _tail_loaded_as_zero(x, block), _max_as_denominator(x),
+           *([_statistics_in_fp16(x, impl)] if impl is not None else []),
+           _rounded_through_fp16(x),
            _multiplied_by_sum(x), _denominator_is_mean(x), _logits_scaled(x)]
           if x is not None else []),
         # Padded lanes can only add to the denominator: the rows come out too small. (A row
@@ -515,7 +517,9 @@ def row_softmax_extreme(ctx, impl, case):
         _shift_sign_flipped(x, probe, model_required=False),
         _rows_loaded_from_row_zero(x),
         _denominator_sums_z(x, block),
+        _denominator_sums_x(x, block, probe),
         _denominator_sums_exp_x(x, probe),
+        _statistics_in_fp16(x, impl),
         _finite_tail_sentinel(x),
         _max_taken_as_zero(x),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
@@ -1216,3 +1220,109 @@ def _shift_is_max_abs(x, abs_probe):
                 "z = x - tl.max(x, axis=0): the largest term is then exp(0) = 1")
 
     return _wrong_shift(x, abs_probe, _abs_max_replay, hint)
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnoses from the ninth learner audit
+# ---------------------------------------------------------------------------------------------
+# A float32 row whose float16 rounding moves the logits by about 0.03 (float16's spacing near
+# 100 is 2^-4): a softmax computed from the row rounded to float16 is off by about 3%, far
+# beyond any rounding of a right float32 softmax, while a store rounded through float16
+# stays within float16's own rounding of it. exp(100) overflows float32, so a softmax without
+# the max shift gives NaN here, not the float16 model.
+_FP16_PROBE_ROWS = [[100.03, 100.1, 99.0, 0.0]]
+
+
+def _statistics_in_fp16(x, impl):
+    """Diagnosis: the output is the softmax of x rounded to float16 (the row loaded and
+    converted with .to(tl.float16), not tl.float32): float32 and bfloat16 rows lose their low
+    bits, logits past 65504 become inf (inf - inf = NaN) and logits near -1e31 -inf (a row of
+    -inf is NaN). Named only when the case's output is that model's (NaN rows included) and a
+    float32 probe row comes out as the model says too: a store rounded through float16 (right
+    statistics) and a missing max shift (exp(100) overflows) do not give the probe's model."""
+    memo = []
+
+    def probe():
+        if not memo:
+            import torch
+
+            p64 = torch.tensor(_FP16_PROBE_ROWS, dtype=torch.float64)
+            result = None
+            try:
+                out = impl.row_softmax(p64.to(device=x.device, dtype=torch.float32))
+                if hasattr(out, "shape") and tuple(out.shape) == tuple(p64.shape):
+                    result = (p64.float().double(), out.detach().to("cpu", torch.float64))
+            except Exception:  # noqa: BLE001 - learner code may fail any way: no diagnosis
+                result = None
+            memo.append(result)
+        return memo[0]
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        if x.dtype == torch.float16 or x.numel() == 0:
+            return None
+        tol, tol16 = tolerance_for(x.dtype), tolerance_for(torch.float16)
+        # float16 arithmetic and float16 rounding of x: match within 4x float16's tolerance
+        rtol, atol = 4 * tol16.rtol + tol.rtol, 4 * tol16.atol
+        model = x.detach().cpu().half().double().softmax(dim=-1)  # NaN rows where fp16 overflows
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, rtol, atol).all())):
+            return None
+        seen = probe()
+        if seen is None:
+            return None
+        p, out = seen
+        p_model = p.half().double().softmax(dim=-1)
+        if (not bool(agrees(out, p_model, rtol, atol).all())
+                or bool(agrees(out, p.softmax(dim=-1), rtol, atol).all())):
+            return None
+        name = str(x.dtype).replace("torch.", "")
+        return (f"statistics in float16: the output matches the softmax of x rounded to "
+                f"float16 (a {name} row loses its low bits; logits past 65504 become inf and "
+                "those near -1e31 -inf, which make NaN rows), as when the loaded row is "
+                "converted with .to(tl.float16); convert it with .to(tl.float32): max, exp "
+                "and sum stay in float32, one rounding at the store")
+
+    return diagnose
+
+
+def _denominator_sums_x(x, block: int, probe):
+    """Diagnosis: the output is exp(z) / sum(x) (z = x - max): the denominator sums the loaded
+    logits, not the numerators. The padded lanes hold -inf, so a ragged row's sum is -inf and
+    every output -0: such a case alone models as zeros, which other mistakes give too, so then
+    the power-of-two probe rows must come out as the same mistake (exp(z) / sum(x) there)."""
+
+    def model_of(x64, lanes: int):
+        import torch
+
+        z = x64 - x64.amax(dim=-1, keepdim=True)
+        padding = -math.inf if lanes > x64.shape[-1] else 0.0  # the padded lanes' x
+        return torch.exp(z) / (x64.sum(dim=-1, keepdim=True) + padding)
+
+    def diagnose(got, expected, bad):
+        from checks.compare import agrees, tolerance_for
+
+        if x.numel() == 0:
+            return None
+        tol = tolerance_for(x.dtype)
+        model = model_of(x.detach().cpu().double(), block).to(x.dtype).double()
+        if (bool(agrees(expected, model, tol.rtol, tol.atol).all())
+                or not bool(agrees(got, model, tol.rtol, tol.atol).all())):
+            return None
+        if not bool((model != 0).any()):
+            seen = probe() if probe is not None else None
+            if seen is None:
+                return None
+            p, out = seen
+            p_model = model_of(p, p.shape[-1]).to(x.dtype).double()
+            if (not bool(agrees(out, p_model, tol.rtol, tol.atol).all())
+                    or bool(agrees(out, p.softmax(dim=-1), tol.rtol, tol.atol).all())):
+                return None
+        return ("denominator sums x, not exp(x - max): the output matches exp(x - max) / "
+                "sum(x) (a ragged row's -inf padding makes that sum -inf and every output -0); "
+                "divide by the sum of the numerators, tl.sum(numerator, axis=0)")
+
+    return diagnose

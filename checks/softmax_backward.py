@@ -352,6 +352,10 @@ def _slip_models(y64, dy64, d: int):
         (y64 * (dy64 - dy64.sum(d, keepdim=True)),
          "the dot product left out y: the result equals y * (dy - sum(dy)); each "
          "row's <dy, y> is tl.sum(dy * y, axis=1)"),
+        # (the ninth learner audit: no hint before) <y, 1> = sum(y) = 1 for <dy, y>
+        (y64 * (dy64 - y64.sum(d, keepdim=True)),
+         "the dot product left out dy: the result equals y * (dy - sum(y)) = y * (dy - 1) "
+         "(a softmax row sums to 1); each row's <dy, y> is tl.sum(dy * y, axis=1)"),
         (dy64 - dot,
          "the factor y left out: the result equals dy - <dy, y>; multiply by y after "
          "subtracting, dx = y * (dy - <dy, y>) (J^T dy = y * dy - y <y, dy>)"),
@@ -704,7 +708,10 @@ def vjp_formula_finite_differences(ctx, impl, case):
     worst = float(np.abs(analytic - numeric).max())
     allowed = 1e-8 * max(1.0, float(np.abs(dy).max()))  # 100x the expected 1e-10
     ctx.max_error, ctx.tolerance = worst, allowed
-    if worst > allowed:
+    # `not <=`: a NaN difference (NaN > allowed is False) must fail, not pass. These checks run
+    # NumPy on the lesson's formula only, never the learner's code, so no learner output can
+    # reach this; the guard keeps the formula's own PASS honest.
+    if not worst <= allowed:
         ctx.fail(f"formula vs central differences: max |difference| {worst:.3g} > {allowed:.3g}",
                  hint="the VJP of softmax is y * (dy - <dy, y>)")
 
@@ -723,13 +730,14 @@ def vjp_formula_dense_jacobian(ctx, impl, case):
         y = _numpy_softmax(rng.standard_normal(case.width) * 2.0)
         dy = rng.standard_normal(case.width)
         jac = np.diag(y) - np.outer(y, y)  # d y_i / d x_j
-        worst = max(worst,
-                    float(np.abs(jac.T @ dy - _numpy_vjp(y, dy)).max()),  # the formula
-                    float(np.abs(jac - jac.T).max()),  # symmetric: J^T dy = J dy
-                    float(np.abs(jac @ np.ones(case.width)).max()))  # softmax(x + c) = softmax(x)
+        # np.max, not Python's max: max(0.0, nan) is 0.0, which would hide a NaN.
+        worst = float(np.max([worst,
+                              np.abs(jac.T @ dy - _numpy_vjp(y, dy)).max(),  # the formula
+                              np.abs(jac - jac.T).max(),  # symmetric: J^T dy = J dy
+                              np.abs(jac @ np.ones(case.width)).max()]))  # softmax(x + c) = softmax(x)
     allowed = 1e-14 * case.width  # a few float64 roundings per entry of sums over `width` terms
     ctx.max_error, ctx.tolerance = worst, allowed
-    if worst > allowed:
+    if not worst <= allowed:  # (a NaN fails: see vjp_formula.finite_differences)
         ctx.fail(f"dense Jacobian identities off by {worst:.3g} > {allowed:.3g}")
 
 
@@ -1159,6 +1167,16 @@ def _dy_dtype_hint(impl, y, dy, dim, error) -> str | None:
     return None
 
 
+def _dim_not_saved_hint(error) -> str | None:
+    """When Softmax.backward read an attribute `dim` that ctx does not have: forward never
+    stored it (the ninth learner audit: no hint before)."""
+    if not isinstance(error, AttributeError) or "'dim'" not in str(error):
+        return None
+    return ("forward did not save dim: backward read ctx.dim, which forward never set "
+            f"({type(error).__name__}: {error}); store it in forward, ctx.dim = dim "
+            "(save_for_backward takes tensors only)")
+
+
 def _call_backward(impl, y, dy, dim, fn, *args, label: str):
     """call_learner(fn, *args) for a call that runs Softmax.backward on y's graph with the
     upstream gradient dy, naming a tuple ctx.saved_tensors passed on as y, or a dy converted
@@ -1170,7 +1188,8 @@ def _call_backward(impl, y, dy, dim, fn, *args, label: str):
     except CheckFailed as exc:
         hint = (_saved_tuple_hint(impl, y, dy, dim, exc.__cause__)
                 or _saved_count_hint(y, exc.__cause__)
-                or _dy_dtype_hint(impl, y, dy, dim, exc.__cause__) or _extra_axis_hint(impl, exc))
+                or _dy_dtype_hint(impl, y, dy, dim, exc.__cause__) or _extra_axis_hint(impl, exc)
+                or _dim_not_saved_hint(exc.__cause__))
         if hint:
             exc.hint = hint
         raise

@@ -432,7 +432,49 @@ def _exponent_models(x64, *, merge: bool = True):
     models.append((HINT_LOG2_S_NATURAL, torch.exp(t) / s_row ** LOG2E))
     models.append((HINT_INV_S_IN_EXPONENT, torch.exp(t / s_row)))
     models.extend((HINT_LOG2E_DISTRIBUTED, model) for model in _log2e_distributed_normalize(x64))
+    # m_row and s_row swapped in normalize (the ninth learner audit's c15, named only as a row
+    # scale): exp(x - s_row) / m_row
+    models.append((HINT_STATS_SWAPPED, torch.exp(x64 - s_row) / m_row))
     return models
+
+
+HINT_STATS_SWAPPED = ("m_row and s_row swapped in normalize: the output is exp(x - s_row) / m_row, "
+                      "the sum subtracted as if it were the maximum and the maximum divided by; "
+                      "y = exp2((x - m_row) * log2(e)) * (1 / s_row)")
+# The ninth learner audit's c16 (silent in every check): y cast to a fixed tl.float16 before the
+# store, so a float32 output keeps float16's 11 significant bits (and its range).
+HINT_THROUGH_FLOAT16 = ("output rounded through float16: the output is the softmax rounded to "
+                        "float16 first (a float32 output keeps float16's 11 significant bits, a "
+                        "bfloat16 one loses the values below float16's range): y was cast to a "
+                        "fixed tl.float16 before the store; round once, to the output's dtype: "
+                        "y.to(y_ptr.dtype.element_ty)")
+
+
+def _through_float16(dtype: str):
+    """Diagnosis for a float32 output: every value is exactly a float16 number (a float32
+    softmax value is one by chance with probability ~2^-13) and the output is right within
+    float16's tolerance: it went through float16 on the way (HINT_THROUGH_FLOAT16)."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        if not bool(got.isfinite().all()):
+            return None
+        if dtype == "bfloat16":
+            # float16's 11 bits hold bfloat16's 8: only its range shows, values below float16's
+            # subnormals (2^-24) flushed to 0 or rounded to few bits
+            model = expected.to(torch.float16).to(torch.bfloat16).double()
+            stored = expected.to(torch.bfloat16).double()
+            return (HINT_THROUGH_FLOAT16 if not _close(stored, model, dtype)
+                    and _close(got, model, dtype) else None)
+        if dtype != "float32" or not bool((got.float().half().double() == got).all()):
+            return None
+        tol = tolerance_for("float16")
+        return HINT_THROUGH_FLOAT16 if bool(agrees(got, expected, tol.rtol, tol.atol).all()) else None
+
+    return diagnose
 
 
 def _log2e_distributed_normalize(x64):
@@ -687,15 +729,16 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
                     "were loaded as values (not -inf) and counted in the denominator")
         return None
 
+    float16_on_the_way = _through_float16(dtype)
     # An unmasked last chunk shows in the denominator, which normalize is handed, not computes.
     if not merge:
-        return [models, other_row]
+        return [models, other_row, float16_on_the_way]
     if stages and chunk is not None:
         # Last: no model of the output named it; the learner's partial_stats and merge_stats
         # asked on their own (the seventh learner audit's 01, 03, 04: silent here)
-        return [models, other_row, tail, _stage_probe(impl, x, chunk),
+        return [models, other_row, tail, float16_on_the_way, _stage_probe(impl, x, chunk),
                 _merge_benign_probe(impl, x.device, nan_only=False)]
-    return [models, other_row, tail]
+    return [models, other_row, tail, float16_on_the_way]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -791,7 +834,7 @@ def stats_partial(ctx, impl, case):
     ctx.assert_close(m, m64, name="partial maxima m", rtol=0.0, atol=0.0, diagnose=[
         _argmax_probe(impl, ctx.torch_device),
         lambda g, e, bad: HINT_MASKED_M if bool((e.isinf() & (g != e)).any()) else None,
-        _chunk_minimum(x, case.chunk), tail_hint])
+        _chunk_minimum(x, case.chunk), _pad_in_max(case.shape[1], case.chunk), tail_hint])
     ctx.assert_close(s, s64, name="partial sums s", rtol=STAT_RTOL, atol=0.0, diagnose=[
         lambda g, e, bad: (HINT_MASKED_NAN if bool((m64.isinf() & g.isnan()).any()) else None),
         _log2e_outside_sums(x, case.chunk), tail_hint] + _partial_sum_diagnoses(x, case.chunk)
@@ -803,7 +846,8 @@ def _partial_sum_diagnoses(x, chunk: int):
     of the states it merged)."""
     return [_shift_without_log2e(x, chunk), _unshifted_sums(x, chunk), _wrong_base_sums(x, chunk),
             _shift_clamped_at_zero(x, chunk), _log2e_on_max_sums(x, chunk),
-            _max_for_sum_sums(x, chunk)]
+            _max_for_sum_sums(x, chunk), _mean_for_sum_sums(x, chunk),
+            _log2e_distributed_sums(x, chunk)]
 
 
 def _partial_sums_hint(x, chunk: int, m, s, m64, s64) -> str | None:
@@ -1020,6 +1064,69 @@ def _max_for_sum_sums(x, chunk: int):
     return diagnose
 
 
+# The ninth learner audit's c05 (silent in every check): the chunk's sum divided by the chunk
+# size, or by its count of real values: a mean of the terms where their sum belongs.
+HINT_MEAN_FOR_SUM = ("partial sums divided by {by}: each s is the mean of its chunk's terms "
+                     "exp(x - m), not their sum; s = tl.sum(tl.exp2((x - m) * log2(e)), "
+                     "axis=0), with no division")
+
+
+def _mean_for_sum_sums(x, chunk: int):
+    """Diagnosis: each partial sum divided by the chunk size (CHUNK), or by the number of values
+    its chunk holds (the last chunk of a ragged row holds fewer): HINT_MEAN_FOR_SUM."""
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        _, s64 = _chunk_stats64(x64, chunk)
+        held = _chunk_tiles(x64, chunk).isfinite().sum(dim=2).double()
+        for divisor, by in ((chunk, f"the chunk size ({chunk})"),
+                            (held.clamp_min(1.0), "the number of values in the chunk")):
+            model = s64 / divisor
+            if bool((model[bad] != expected[bad]).any()) and bool(
+                    ((got - model).abs() <= STAT_RTOL * model.abs()).all()):
+                return HINT_MEAN_FOR_SUM.format(by=by)
+        return None
+
+    return diagnose
+
+
+# The ninth learner audit's c06 (silent but for forward.extreme, without a hint): log2(e)
+# distributed over the difference in partial_stats, exp2(x * log2(e) - m * log2(e)), the mistake
+# of normalize's HINT_LOG2E_DISTRIBUTED made in the first stage.
+HINT_PARTIAL_LOG2E_DISTRIBUTED = (
+    "log2(e) distributed over the difference in partial_stats: exp2(x * log2(e) - m * log2(e)) "
+    "rounds each product in float32 before subtracting, so for large |x| (1e4 here) each term "
+    "carries an error of ~|x| * 2^-24 and the chunk's sum keeps it; subtract first, then "
+    "scale: exp2((x - m) * log2(e))")
+
+
+def _log2e_distributed_sums(x, chunk: int):
+    """Diagnosis: the partial sums of exp2(x * log2(e) - m * log2(e)), replayed in float32 as
+    the kernel rounds them (the interpreter rounds both products; a GPU contracts x's product
+    and the subtraction into one fma: see _log2e_distributed_normalize). Named only where the
+    replay is far from the right sums (on small |x| the mistake is right)."""
+    import torch
+
+    x64 = x.detach().cpu().double()
+
+    def diagnose(got, expected, bad):
+        tiles = _chunk_tiles(x64, chunk).float()
+        m = tiles.amax(dim=2, keepdim=True)
+        shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+        log2e = torch.tensor(LOG2E, dtype=torch.float32)
+        m_product = shift * log2e  # rounded to float32
+        interpreter = tiles * log2e - m_product
+        gpu = (tiles.double() * float(log2e) - m_product.double()).float()
+        for e in (interpreter, gpu):
+            model = torch.exp2(e.double()).sum(dim=2)
+            if bool((~((model - expected).abs() <= STAT_RTOL * expected.abs()))[bad].any()) and (
+                    _close(got, model, "float32", rtol=STAT_RTOL)):
+                return HINT_PARTIAL_LOG2E_DISTRIBUTED
+        return None
+
+    return diagnose
+
+
 def _wrong_base_sums(x, chunk: int):
     """Diagnosis: the partial sums are those of a wrong exponent base (_exponent_models)."""
     x64 = x.detach().cpu().double()
@@ -1030,6 +1137,36 @@ def _wrong_base_sums(x, chunk: int):
             if bool(((got - model).abs() <= STAT_RTOL * model.abs()).all()):
                 return hint.format(where=" in partial_stats")
         return None
+
+    return diagnose
+
+
+# The ninth learner audit's c04 (named "tail not masked", though the load was masked): the
+# padded lanes re-filled with 0 for the maximum, m = tl.max(tl.where(mask, x, 0.0)), so a last
+# chunk whose values all lie below 0 reports m = 0.
+HINT_PAD_IN_MAX = ("tail padded with {pad:g} in the maximum: the last chunk's m is {pad:g}, a value "
+                   "it does not hold, where its real values all lie below it (other chunks are "
+                   "right); the lanes past the width must stay -inf for tl.max (the load's "
+                   "other=-float('inf')), not be replaced by {pad:g} (tl.where(mask, x, {pad:g}) "
+                   "or other={pad:g})")
+
+
+def _pad_in_max(width: int, chunk: int):
+    """Diagnosis for the partial maxima: only the ragged last chunk is wrong, every wrong m is
+    one and the same stand-in value (0, or a huge finite one such as -1e30 or float32's lowest)
+    above the chunk's real maximum: the pad took part in tl.max."""
+
+    def diagnose(got, expected, bad):
+        if width % chunk == 0 or not bool(bad.any()) or bool(bad[:, :-1].any()):
+            return None
+        g, e = got[bad], expected[bad]
+        pads = set(g.tolist())
+        if len(pads) != 1 or not bool((g > e).all()):
+            return None
+        pad = pads.pop()
+        if not (pad == 0.0 or 1e30 <= abs(pad) < float("inf")):
+            return None
+        return HINT_PAD_IN_MAX.format(pad=pad)
 
     return diagnose
 
@@ -1069,7 +1206,10 @@ def _merge_cases(device: str) -> list[Case]:
               # chunk finds a state there, on a GPU as under the interpreter
               Case(rows=4, chunks=9, layout="padded_rows"),
               # every chunk maximum near -1000 (7 chunks: a merge block has padded lanes)
-              Case(rows=3, chunks=7, layout="contiguous", shift=-1000.0)]
+              Case(rows=3, chunks=7, layout="contiguous", shift=-1000.0),
+              # every chunk maximum near 1e4, a few units apart: a rescale factor computed from
+              # m_c * log2(e) - m_row * log2(e) in float32 is ~1e-3 off (the ninth audit's c10)
+              Case(rows=3, chunks=7, layout="contiguous", shift=1e4)]
     return cases
 
 
@@ -1134,6 +1274,22 @@ def _merge_probe(ctx, impl, m_values, s_values):
         return float(m_row[0]), float(s_row[0])
     except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
         return None
+
+
+def _nothing_added_probe(ctx, impl):
+    """Diagnosis (the ninth learner audit's c09): the learner's merge_stats on three benign
+    states (m = 0, -1, -2; s = 1): the right m_row 0 with s_row exactly 0 is an s_acc that
+    nothing was added to (HINT_MERGE_NOTHING_ADDED). Asked on states of moderate maxima
+    because on stats.merge's states near -1000 or 1e4 other mistakes (m_row left out of the
+    factor, log2(e) on the maximum alone) give s_row = 0 as well."""
+
+    def diagnose(got, expected, bad):
+        if not bool((got == 0).all()):
+            return None
+        merged = _merge_probe(ctx, impl, [0.0, -1.0, -2.0], [1.0, 1.0, 1.0])
+        return HINT_MERGE_NOTHING_ADDED if merged == (0.0, 0.0) else None
+
+    return diagnose
 
 
 def _merge_pad_probe(ctx, impl, *, nan_only: bool):
@@ -1291,7 +1447,8 @@ def stats_merge(ctx, impl, case):
         if "out-of-bounds" not in exc.message:
             raise
         raise CheckFailed(exc.message, hint=strides_mixed() or HINT_MERGE_OUTSIDE) from exc
-    diagnose = ([strides_mixed, _lane_past_the_row(m_in, m32.double()),
+    diagnose = ([_nothing_added_probe(ctx, impl), strides_mixed,
+                 _lane_past_the_row(m_in, m32.double()),
                  _per_lane_probe(ctx, impl), _merge_pad_probe(ctx, impl, nan_only=False),
                  _running_sum_probe(impl, ctx.torch_device)]
                 + _merge_diagnoses(m32.double(), s32.double())
@@ -1484,8 +1641,77 @@ def _merge_diagnoses(m64, s64):
             lanes //= 2
         return None
 
+    def lane_max_across_steps(got, expected, bad):
+        # The ninth learner audit's c08: s_acc = tl.maximum(s_acc, s * exp2(...)), pass 1's
+        # tl.maximum copied into pass 2: each lane keeps the largest rescaled sum of its loop
+        # steps; the same as the sum while one step holds every chunk
+        n_chunks = m64.shape[1]
+        if got.shape != expected.shape or n_chunks < 2:
+            return None
+        m_row = m64.amax(dim=1, keepdim=True)
+        terms = s64 * torch.exp(m64 - m_row)
+        lanes = 1 << (n_chunks - 1).bit_length() - 1  # the largest power of two < n_chunks
+        while lanes >= 1:
+            padded = torch.zeros((m64.shape[0], -(-n_chunks // lanes) * lanes), dtype=torch.float64)
+            padded[:, :n_chunks] = terms
+            model = padded.reshape(m64.shape[0], -1, lanes).amax(dim=1).sum(dim=1)
+            if _close(got, model, "float32", rtol=STAT_RTOL):
+                return HINT_MERGE_LANE_MAXIMUM.format(lanes=lanes, steps=-(-n_chunks // lanes))
+            lanes //= 2
+        return None
+
+    def nothing_added(got, expected, bad):
+        # The ninth learner audit's c09: `s_acc + s * exp2(...)` as a statement (the sum is
+        # computed and dropped), or the update left out: s_acc stays 0, and so does s_row,
+        # while m_row (pass 1) is right
+        if got.shape != expected.shape or not bool((expected[bad] > 0).all()):
+            return None
+        return HINT_MERGE_NOTHING_ADDED if bool((got == 0).all()) else None
+
+    def log2e_distributed(got, expected, bad):
+        # The ninth learner audit's c10: exp2(m * log2(e) - m_row * log2(e)), replayed in float32
+        if got.shape != expected.shape:
+            return None
+        for model in _log2e_distributed_merge(m64, s64):
+            if bool((~((model - expected).abs() <= STAT_RTOL * expected.abs()))[bad].any()) and (
+                    _close(got, model, "float32", rtol=STAT_RTOL)):
+                return HINT_MERGE_LOG2E_DISTRIBUTED
+        return None
+
     return [no_rescale, inverted, sums_left_out, overwritten, log2e_outside, block_max,
-            other_row, wrong_base, reduced_into_lanes, log2e_on_max, max_left_out, lane_max_for_m]
+            other_row, wrong_base, reduced_into_lanes, log2e_on_max, max_left_out, lane_max_for_m,
+            lane_max_across_steps, nothing_added, log2e_distributed]
+
+
+HINT_MERGE_LANE_MAXIMUM = ("tl.maximum where the sum belongs in merge_stats' pass 2: s_row equals "
+                           "the sum over {lanes} lanes of each lane's largest rescaled s_c of its "
+                           "{steps} loop steps, so a lane keeps one chunk's share and drops the "
+                           "others (right only while one loop step holds every chunk); add them: "
+                           "s_acc += s * exp2((m - m_row) * log2(e))")
+HINT_MERGE_NOTHING_ADDED = ("nothing was added to s_acc in merge_stats: s_row is 0 in every row "
+                            "while m_row is right; `s_acc + s * ...` on its own line computes "
+                            "the sum and drops it (or the update is missing): accumulate with "
+                            "s_acc += s * exp2((m - m_row) * log2(e))")
+HINT_MERGE_LOG2E_DISTRIBUTED = (
+    "log2(e) distributed over the difference in merge_stats' rescale factor: exp2(m_c * log2(e) "
+    "- m_row * log2(e)) rounds each product in float32 before subtracting, so for maxima of "
+    "large |m| (1e4 here) each factor carries an error of ~|m| * 2^-24; subtract first, then "
+    "scale: exp2((m - m_row) * log2(e))")
+
+
+def _log2e_distributed_merge(m, s):
+    """(M,) merged sums with the factor exp2(m_c * log2(e) - m_row * log2(e)) in float32, as
+    the interpreter rounds it (both products) and as a GPU does (one fma): see
+    _log2e_distributed_normalize. m, s: the float32 states, as float64."""
+    import torch
+
+    m32 = m.float()
+    log2e = torch.tensor(LOG2E, dtype=torch.float32)
+    m_product = m32.amax(dim=1, keepdim=True) * log2e
+    interpreter = m32 * log2e - m_product
+    gpu = (m32.double() * float(log2e) - m_product.double()).float()
+    # a padded or -inf chunk: -inf - finite = -inf, exp2 = 0, 0 * s = 0
+    return [(s * torch.exp2(e.double())).nan_to_num(0.0).sum(dim=1) for e in (interpreter, gpu)]
 
 
 HINT_MERGE_MAX_LEFT_OUT = ("m_row left out of merge_stats' rescale factor: s_row = sum_c s_c * "
@@ -2076,6 +2302,10 @@ def _normalize_shift_probe(ctx, impl):
         # exp2(x - m_row * log2(e)): on extreme inputs all 0 or inf, here a number
         if _close(y, torch.exp(LN2 * xr - m64[:, None]) / s64[:, None], "float32", rtol=1e-5):
             return _log2e_on_max_hint("normalize")
+        # the statistics swapped (the ninth learner audit's c15: "missing max subtraction" or
+        # "all zeros" here, where exp(x - s_row) / m_row overflows or vanishes)
+        if _close(y, torch.exp(xr - s64[:, None]) / m64[:, None], "float32", rtol=1e-5):
+            return HINT_STATS_SWAPPED
         return None
 
     return diagnose
@@ -2158,8 +2388,17 @@ def forward_extreme(ctx, impl, case):
             return None
         return HINT_MISSING_MAX if bool((~y_right_stats.isfinite()).any()) else None
 
+    def pad_in_max(g, e, bad):
+        # Only on failure: does partial_stats put a pad into the last chunk's maximum (the
+        # ninth learner audit's c04, named "missing max subtraction" here: every value below
+        # the pad 0, the merged maximum is 0 and every term underflows)?
+        probe = _partial_probe(impl, x, chunk)
+        if probe is None or probe[0].shape != m64.shape:
+            return None
+        return _pad_in_max(shape[1], chunk)(probe[0], m64, probe[0] != m64)
+
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
-        masked_chunk_state, finite_pad, _shift_guard_probe(ctx, impl),
+        masked_chunk_state, finite_pad, pad_in_max, _shift_guard_probe(ctx, impl),
         _normalize_shift_probe(ctx, impl),
     ] + _output_diagnoses(impl, x, chunk, case.dtype, stages=False) + [
         _merge_pad_probe(ctx, impl, nan_only=True),

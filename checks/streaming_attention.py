@@ -158,7 +158,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 alpha_base_e=False, acc_by_column=False, acc_not_carried=False,
                 p_base_e=False, keep_inverted=False, p_by_column=False, v_transposed=False,
                 acc_added_twice=False, l_alpha_on_block=False, multiply_den=False,
-                p_unscaled=False, m_block_only=False, key_mask_rows=False, tile_max=False):
+                p_unscaled=False, m_block_only=False, key_mask_rows=False, tile_max=False,
+                den_tile_sum=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -245,6 +246,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     larger shift cancels in acc / l, but float32's exp2 flushes a weight below 2^-126 to 0
     (modelled here: float64 would keep it), so a row whose logits all lie more than 126 log2
     units below another row's loses its keys (l = 0: 0 / 0 = NaN).
+    den_tile_sum: l_i += tl.sum(p) without an axis: every row of a program's tile adds the sum
+    of the whole (BLOCK_M, BLOCK_N) tile of p, the last row block's rows past N (q loaded as 0,
+    every kept key scoring 0) included.
     """
     import torch
 
@@ -261,7 +265,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     p_cols = p_by_column and block_m == block_n
     v_trans = v_transposed and v.shape[1] == block_n
     # the last row block's rows past N (q loaded as 0) join in
-    if column_sums or by_column or p_cols or tile_max:
+    if column_sums or by_column or p_cols or tile_max or den_tile_sum:
         q64 = torch.cat([q64, q64.new_zeros((-(-n // block_m) * block_m - n, q64.shape[1]))])
     n_rows = q64.shape[0]
     s_all = (q64 @ kp.T) * scale  # (n_rows, n_pad)
@@ -331,6 +335,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             p_sum = p.sum(dim=1)
             if column_sums:  # (block_m, block_n) tiles: sum each tile over its rows
                 p_sum = p.reshape(-1, block_m, block_n).sum(dim=1).reshape(-1)
+            if den_tile_sum:  # one sum for the whole tile, added to each of its rows
+                p_sum = p.reshape(-1, block_m * block_n).sum(
+                    dim=1).repeat_interleave(block_m)
             v_tile = vp[start:start + block_n]
             if v_trans:  # (block_n = d, d) tile: p @ v.T
                 v_tile = v_tile.T
@@ -373,7 +380,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
 
 
 def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=False,
-                transposed_keep=False, reversed_keep=False):
+                transposed_keep=False, reversed_keep=False, local_keys=False):
     """The output of a kernel whose two stages walk other key ranges than the reference's, in
     float64: a key a row's program adds twice weighs as twice one key (the online update is
     exact whatever the order and the multiplicity), a key never added weighs 0.
@@ -390,6 +397,11 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
     b, is kept where offs_m[b] >= offs_n[a], first + b >= start + a.
     reversed_keep: the causal term compared the other way, offs_m[:, None] <= offs_n[None, :]:
     a row keeps the keys from its own onwards (to the end of its row block, cut at N).
+    local_keys: the causal term compares the row's index with the key's place in its key block,
+    offs_m[:, None] >= offs_n0[None, :] (offs_n0 = tl.arange(0, BLOCK_N), offs_n without
+    start_n): in every key block of the masked stage a row keeps the keys whose place in the
+    block is at most the row's index (from the second row block on, every key up to the end of
+    its row block).
     None where the unmasked stage reads keys past N (not modelled). A row that adds no key is
     NaN (0 / 0), as in the kernel, and so is a row whose first key block keeps none of its
     keys: with m_i still -inf, every score -inf gives m_new = -inf and p = exp2(-inf - -inf) =
@@ -420,6 +432,8 @@ def _key_walk64(q, k, v, *, causal, scale, block_m, block_n, stages, local_keep=
                 kept = torch.ones((len(rows), len(keys)), dtype=torch.float64)
             elif local_keep:
                 kept = ((rows - first)[:, None] >= (keys - start)[None, :]).double()
+            elif local_keys:
+                kept = (rows[:, None] >= (keys - start)[None, :]).double()
             elif transposed_keep:
                 kept = ((first + keys - start)[None, :] >= (start + rows - first)[:, None]).double()
             elif reversed_keep:
@@ -587,7 +601,8 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
-    def walk(label, stages, local_keep=False, transposed_keep=False, reversed_keep=False):
+    def walk(label, stages, local_keep=False, transposed_keep=False, reversed_keep=False,
+             local_keys=False):
         """A stage-bound mistake: _key_walk64 with stages(start_m, block_m, block_n) -> (hi1,
         lo2, hi2). The label (or label(block_m, block_n)) where that output differs from the
         reference and the implementation reproduces it, its wrong elements included (as
@@ -599,7 +614,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                 cand = _key_walk64(q, k, v, causal=causal, scale=scale_used, block_m=bm,
                                    block_n=bn, local_keep=local_keep,
                                    transposed_keep=transposed_keep,
-                                   reversed_keep=reversed_keep,
+                                   reversed_keep=reversed_keep, local_keys=local_keys,
                                    stages=lambda sm, bm=bm, bn=bn: stages(sm, bm, bn))
                 if cand is None or not (differs(cand, expected)
                                         and matches(got, cand, expected)):
@@ -671,6 +686,31 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
 
         return diagnose
 
+    def epsilon_in_division():
+        """out = acc / (l_i + eps), a guard against division by zero: l >= 1 (the row's largest
+        key weighs exp2(0) = 1), so no guard is needed, and the eps pulls each row toward 0 by
+        eps / l relative: a few float32 units for eps = 1e-6, visible where l is near 1 (one
+        key, or one that dominates). The replay: the reference times l / (l + eps), with l =
+        sum_j exp(s_j - max_j s_j) over the row's visible keys."""
+        def diagnose(got, expected, bad):
+            if n == 0 or n > _REPLAY_MAX_N:
+                return None
+            s = _scores64(q, k, scale_used)
+            if causal:
+                s = s.masked_fill(~_causal_mask(n), -math.inf)
+            den = (s - s.max(dim=1, keepdim=True).values).exp().sum(dim=1, keepdim=True)
+            for eps in (1e-6, 1e-5, 1e-7, 1e-4, 1e-3, 1e-8):
+                cand = expected * (den / (den + eps))
+                if (differs(cand, expected) and matches(got, cand, expected)
+                        and bool(close(got[bad], cand[bad], expected[bad]).all())):
+                    return (f"epsilon in the final division: the output equals acc / (l_i + "
+                            f"{eps:g}), each row pulled toward 0 by {eps:g} / l; l_i is at "
+                            f"least 1 (the row's largest key weighs exp2(0) = 1), so no guard "
+                            f"is needed: out = acc / l_i[:, None]")
+            return None
+
+        return diagnose
+
     scale_mistakes = [
         ("scale not applied: the output equals softmax(Q K^T) V without the scale", 1.0),
         ("log2(e) folded twice, or exp used with log2-unit scores: the output equals "
@@ -716,6 +756,15 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                      "block's P V too (and the first block's alpha is exp2(-inf - m) = 0, which "
                      "drops it); rescale the old sum, then add: acc = acc * alpha[:, None] + P V",
                      {"acc_scaled_after_add": True})
+    den_tile_sum = ("denominator summed over the whole tile: l_i += tl.sum(p) without an axis "
+                    "adds one number, the sum of every row's p in the (BLOCK_M, BLOCK_N) tile, "
+                    "to each row's denominator, so l is far too large and every output too "
+                    "small; each row sums its own: l_i = l_i * alpha + tl.sum(p, 1)",
+                    {"den_tile_sum": True})
+    drops_last_key = ("key mask drops the last key: keep = offs_n < N - 1 (or <= N - 2) drops "
+                      "key N - 1, a real key, in the masked stage (causal: the last row loses "
+                      "its own key, and with N = 1 it has none: NaN); keys 0..N - 1 are real: "
+                      "keep key j when j < N", {"key_limit": n - 1})
     key_mask_on_rows = (
         "key mask built on the wrong axis: keep = offs_n[:, None] < N is a (BLOCK_N, 1) column, "
         "which Triton lays over the (BLOCK_M, BLOCK_N) scores only where BLOCK_M == BLOCK_N "
@@ -723,6 +772,25 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         "start_n + i, so in the masked stage some rows keep the keys past N (loaded as 0, "
         "scoring 0) and the others lose the ragged block's real keys; keys are the columns: "
         "keep = offs_n[None, :] < N", {"key_mask_rows": True})
+    # Causal: where the key block that starts at N - 1 holds that key alone, the cut at N - 1
+    # drops the same key as a key mask that drops the last key: named beside it.
+    n_minus_one = walk(lambda bm, bn: (
+        f"the causal diagonal stage ends at N - 1: hi2 is an exclusive bound, so with "
+        f"hi2 = min((start_m + 1) * BLOCK_M, N - 1) the loop skips a key block that starts "
+        f"at key N - 1 (here N = {n}, BLOCK_N = {bn}) and the last row block never sees "
+        f"key N - 1, the last row's own key (with N = 1 that row has no key at all: NaN); "
+        f"hi2 = min((start_m + 1) * BLOCK_M, N)"),
+        lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n - 1)))
+    # Strict: where it leaves one row wrong other outputs come near it. Not where it is NaN
+    # everywhere (N = 1: no key left), where the NaN hints name it with the rest.
+    drops_last_key_replay = replay(drops_last_key[0], strict=True, not_all_nan=True,
+                                   **drops_last_key[1])
+    def drops_last_key_first(got, expected, bad):
+        """drops_last_key_replay, unless the causal cut at N - 1 gives the same output (asked
+        only where the replay matches: the walk costs N x N x d)."""
+        label = drops_last_key_replay(got, expected, bad)
+        return None if label and causal and n_minus_one(got, expected, bad) else label
+
     hints = [
         rounded_through(),
         replay("numerator not rescaled: acc (the running P @ V) must be multiplied by alpha = "
@@ -755,6 +823,12 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         # overflows, by NaN alone, and such a replay matched every NaN output (the mistakes
         # below in forward.extreme). forward.extreme's _nan_hint names it, once attention is
         # right on ordinary inputs.
+        # Key N - 1 dropped where the masked stage holds it (causal: the last row's own key
+        # alone; else every row's, where BLOCK_N does not divide N). Before "alpha from the
+        # block's own max", whose replay, far off in the one row this leaves wrong (causal),
+        # comes within 1% of its departure there. Where the causal cut at N - 1 gives the same
+        # output it steps aside: that walk speaks in its own place and names this one after it.
+        drops_last_key_first,
         replay("alpha from the block's own max: alpha = exp2(m_i - max(s) * qk_scale) must be "
                "exp2(m_i - m_new), with the new running max that p was shifted by; where this "
                "block's max is below the running max, alpha > 1 inflates the old terms (and a "
@@ -843,8 +917,8 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         # walk of the latter is named after it where it gives the same output.
         or_same(where_swapped, [compared_le]) if causal else where_swapped,
         replay("causal mask excludes the diagonal: a row must see its own key (row >= key, not "
-               "row > key); row 0 then has no key at all and becomes NaN", also=[mask_plus_inf],
-               inclusive=False),
+               "row > key); row 0 then has no key at all and becomes NaN",
+               also=[mask_plus_inf, drops_last_key], inclusive=False),
         # A 16-bit acc is rounded after every key block; on random inputs that stays inside the
         # tolerance, so this replay only ever matches where it differs: forward.extreme's
         # small_tail case, built to make the dropped contributions add up.
@@ -878,10 +952,13 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                "difference of two running maxima, already scaled logits in log2 units, by "
                "qk_scale again; alpha = exp2(m_i - m_new)", max_n=_REPLAY_MAX_N,
                strict=True, alpha_scaled_twice=True),
+        # Where a row block's only real row is its first (N = 1) the column sums and the
+        # tile's sum give that row the same denominator: each names the other there.
         replay("denominator summed over the wrong axis: l_i += tl.sum(p, 0) adds the column "
                "sums of p (the shapes agree only where BLOCK_M == BLOCK_N); each row's "
                "denominator sums its own row: tl.sum(p, 1)", max_n=_REPLAY_MAX_N,
-               den_column_sums=True),
+               also=[den_tile_sum], den_column_sums=True),
+        replay(den_tile_sum[0], max_n=_REPLAY_MAX_N, **den_tile_sum[1]),
         # Last, and strict: right where no earlier key block held a row's maximum, so near the
         # reference (and other mistakes' outputs) where few rows are wrong.
         replay("running max set to the block's own max: m_i = tl.max(s, 1) * qk_scale at the "
@@ -938,6 +1015,17 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"has {bm // bn} key blocks of BLOCK_N = {bn}; keep &= offs_m[:, None] >= "
             f"offs_n[None, :]"),
             lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), local_keep=True))
+        # The row's index against the key's place in its key block (offs_n0, in scope beside
+        # offs_n): from the second row block on every row is past every local index, so the
+        # diagonal block keeps the keys after each row, as with no causal term at all (named
+        # above) but for the first row block's later key blocks, which this walk tells apart.
+        hints.append(walk(lambda bm, bn: (
+            f"causal mask compares the row with the key's block-local index: offs_n0 = "
+            f"tl.arange(0, BLOCK_N) is the key's place in its key block, offs_n = start_n + "
+            f"offs_n0 its index; offs_m[:, None] >= offs_n0[None, :] holds for every key of "
+            f"the block once the row's index reaches BLOCK_N (here {bn}; BLOCK_M = {bm}), so "
+            f"the rows keep the keys after them; keep &= offs_m[:, None] >= offs_n[None, :]"),
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), local_keys=True))
         # The rows and keys of keep swapped: a (BLOCK_N, BLOCK_M) tile, which compiles only
         # where BLOCK_M == BLOCK_N (elsewhere Triton's broadcast error names the line); in the
         # diagonal block a row then keeps the keys from its own to the block's end.
@@ -950,13 +1038,6 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             "offs_m[:, None] >= offs_n[None, :]",
             lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n)), transposed_keep=True))
         hints.append(compared_le)
-        n_minus_one = walk(lambda bm, bn: (
-            f"the causal diagonal stage ends at N - 1: hi2 is an exclusive bound, so with "
-            f"hi2 = min((start_m + 1) * BLOCK_M, N - 1) the loop skips a key block that starts "
-            f"at key N - 1 (here N = {n}, BLOCK_N = {bn}) and the last row block never sees "
-            f"key N - 1, the last row's own key (with N = 1 that row has no key at all: NaN); "
-            f"hi2 = min((start_m + 1) * BLOCK_M, N)"),
-            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n - 1)))
         # Where the last row block's diagonal stage holds one key block and its last key block
         # starts at N - 1, the cut at N - 1 drops the same keys: named after it.
         hints.append(or_same(replay("the causal diagonal stage stopped after BLOCK_N keys: it "
@@ -968,7 +1049,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                                     diagonal_one_block=True), [n_minus_one]))
         # After "stopped after BLOCK_N keys", the more common mistake, which speaks first where
         # the two give the same output (above).
-        hints.append(n_minus_one)
+        hints.append(or_same(n_minus_one, [drops_last_key_replay]))
         hints.append(replay("the causal masked stage started at key 0: with lo2 = 0 it runs "
                             "again over the keys left of the diagonal block, which stage 1 "
                             "already added, so they count twice; stage 2 starts where stage 1 "
@@ -1005,6 +1086,9 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
             f"{n // bn}..{-(-(n // bn) // bn) * bn - 1} a second time"),
             lambda sm, bm, bn: (n // bn, n // bn, n)), [block_before_n]))
         hints.append(block_before_n)
+    # Last of the replays, and strict: its output lies within a few float32 units of the
+    # reference, so only an output whose every wrong element it reproduces is named.
+    hints.append(epsilon_in_division())
     hints.extend(before_symptoms)
     if not generic:
         return hints
@@ -1020,7 +1104,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                      "with tl.minimum (m_new = tl.minimum(m_i, ...) stays -inf, so p = "
                      "exp2(+inf) and alpha = exp2(-inf - -inf) = NaN; tl.maximum); or every "
                      "score of every row set to -inf (exp2(-inf - -inf) = NaN)",
-                     max_n=_REPLAY_MAX_N, also=[mask_plus_inf], p_old_max=True)
+                     max_n=_REPLAY_MAX_N, also=[mask_plus_inf, drops_last_key], p_old_max=True)
     hints.append(lambda got, expected, bad: (
         (old_max(got, expected, bad)
          or "NaN in the output: a row whose scores are all -inf gives exp2(-inf - -inf) = NaN "
@@ -1356,6 +1440,14 @@ def _failed_call_probed(ctx, impl, case, q, k, v, scale, logit_term=None):
                                                      logit_term=logit_term)
                         or _masked_stage_before_key0(ctx, impl, case, q, k, v, scale)
                         or exc.hint)
+        elif "Both operands must be same dtype" in exc.message:
+            # The interpreter's own tl.dot assertion (a GPU's compile error has a hint of its
+            # own): in this kernel p cast to a fixed dtype, where v's is another.
+            exc.hint = ("tl.dot operands of two dtypes: p was cast to a fixed dtype (p.to("
+                        "tl.float16), say) while v has another (under the interpreter v is "
+                        "float32 for every input dtype, see UPCAST_DOT; on a GPU it is the "
+                        "input's, so bfloat16 and float32 inputs fail the same way); cast p to "
+                        "v's own dtype: tl.dot(p.to(v.dtype), v, acc)")
         elif (exc.hint or "").startswith("block shapes do not"):
             # The key mask first: under the interpreter a non-causal call whose masked stage
             # is empty (BLOCK_N divides N) runs, so _causal_shapes would blame the causal term.
@@ -2130,7 +2222,8 @@ def _nan_hint(ctx, impl, case, knobs, bad) -> str:
         return (f"NaN or Inf here, and attention is wrong on ordinary inputs of this shape too "
                 f"(random q, k, v, the default scale, the same knobs), so look there first: "
                 f"{ordinary}")
-    units = _max_units_hint(ctx, impl, case, knobs)
+    units = _max_units_hint(ctx, impl, case, knobs) or _unshifted_exp2_hint(ctx, impl, case,
+                                                                            knobs)
     if units is not None:
         return units
     merge = (" (and so must the combine kernel's max over the key splits, M: a split's m_s "
@@ -2159,34 +2252,13 @@ def _max_units_hint(ctx, impl, case, knobs):
         block on exp2(s * qk_scale - m_new) and alpha are 0, and l = 0 (0 / 0).
     Scores on feature 0 alone (small integers times powers of two: exact in float32); random
     v; one program per row block (kv_splits=1); non-causal; the case's N, d and blocks."""
-    from checks.compare import assert_close
-    from checks.context import call_learner
-
     torch = ctx.torch
-    n, d = case.n, case.d
+    n = case.n
     if n == 0:
         return None
 
     def probe(raw, qk_scale):
-        q = torch.zeros((n, d), dtype=torch.float32)
-        q[:, 0] = 1.0
-        k = torch.zeros((n, d), dtype=torch.float32)
-        k[:, 0] = raw
-        q, k = q.to(ctx.torch_device), k.to(ctx.torch_device)
-        v = ctx.randn((n, d), "float32")
-        scale = qk_scale / LOG2E
-        out = None
-        try:
-            out = call_learner(impl.attention, q, k, v, scale=scale,
-                               **dict(knobs, kv_splits=1))
-            rtol, atol = tolerance("float32", v, _max_logit(q, k, scale))
-            assert_close(out, reference(q, k, v, causal=False, scale=scale), rtol=rtol,
-                         atol=atol)
-        except CheckFailed:  # NaN or Inf: True; wrong values: False
-            return out is not None and bool((~out.double().isfinite()).any())
-        except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
-            return None
-        return "right"
+        return _feature0_probe(ctx, impl, case, knobs, raw, qk_scale)
 
     gen = ctx.generator
     raw_nan = probe(-1024.0 * torch.randint(1, 102, (n,), generator=gen).double(), 2.0 ** -10)
@@ -2207,6 +2279,58 @@ def _max_units_hint(ctx, impl, case, knobs):
                 "from the second key block on: 0 / 0, where the right kernel is exact); scale "
                 "the block's max alone: m_new = max(m_i, tl.max(s, 1) * qk_scale)")
     return None
+
+
+def _feature0_probe(ctx, impl, case, knobs, raw, qk_scale):
+    """The learner's attention (float32, non-causal, kv_splits=1, the case's N, d and knobs) on
+    scores that feature 0 alone makes: q[:, 0] = 1 and k[:, 0] = raw (N values), under the
+    scale that makes qk_scale = scale * log2(e). "right" where it matches the reference, True
+    where it is wrong with NaN or Inf, False where wrong by finite values, None if it raised."""
+    from checks.compare import assert_close
+    from checks.context import call_learner
+
+    torch = ctx.torch
+    n, d = case.n, case.d
+    q = torch.zeros((n, d), dtype=torch.float32)
+    q[:, 0] = 1.0
+    k = torch.zeros((n, d), dtype=torch.float32)
+    k[:, 0] = raw
+    q, k = q.to(ctx.torch_device), k.to(ctx.torch_device)
+    v = ctx.randn((n, d), "float32")
+    scale = qk_scale / LOG2E
+    out = None
+    try:
+        out = call_learner(impl.attention, q, k, v, scale=scale, **dict(knobs, kv_splits=1))
+        rtol, atol = tolerance("float32", v, _max_logit(q, k, scale))
+        assert_close(out, reference(q, k, v, causal=False, scale=scale), rtol=rtol, atol=atol)
+    except CheckFailed:  # NaN or Inf: True; wrong values: False
+        return out is not None and bool((~out.double().isfinite()).any())
+    except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
+        return None
+    return "right"
+
+
+def _unshifted_exp2_hint(ctx, impl, case, knobs):
+    """forward.extreme's hint for p = exp2(s * qk_scale) / exp2(m_new) (the max divided out
+    after the exp2 instead of subtracted inside it), or None. Exact in real numbers and on
+    ordinary logits, but float32's exp2 overflows past 2^128 (and flushes to 0 below 2^-149):
+    on huge logits inf / inf, on every logit near -1e38 0 / 0, where the hints for a max not
+    carried or started finite would speak. The probe: raw scores 200 .. 210 under qk_scale = 1
+    (logits in log2 units, exact): the right kernel is exact, and so are a max not carried (the
+    differences stay small), one started at a finite value below them, and a max kept in raw
+    units or scaled again (qk_scale = 1); exp2(200) alone is inf in float32, so this mistake is
+    NaN there."""
+    if case.n == 0:
+        return None
+    raw = 200.0 + ctx.torch.randint(0, 11, (case.n,), generator=ctx.generator).double()
+    if _feature0_probe(ctx, impl, case, knobs, raw, 1.0) is not True:
+        return None
+    return ("exp2 before the max is subtracted: p = exp2(s * qk_scale) / exp2(m_new) (or any "
+            "exp2 of an unshifted logit) is exact in real numbers, but float32's exp2 "
+            "overflows to inf past 2^128 and flushes to 0 far below 1, so on large logits it "
+            "is inf / inf and on very negative ones 0 / 0 (on logits 200 .. 210, where the "
+            "right kernel is exact, it is NaN); subtract inside the exponent: p = exp2(s * "
+            "qk_scale - m_new[:, None]), alpha = exp2(m_i - m_new)")
 
 
 def _ordinary_inputs_hint(ctx, impl, case, knobs):
@@ -2347,7 +2471,11 @@ def forward_extreme(ctx, impl, case):
             _unsplit_probe(impl, case, q, k, v, scale=scale_used, rtol=rtol, atol=atol,
                            scale_given=scale)]
     got = out.double().cpu()
-    if bool((got.isnan() | got.isinf()).any()):
+    # Elements the kernel never wrote hold our NaN fill: assert_close below names them ("output
+    # never written"), where the NaN hints here would blame an overflow or a row with no key.
+    unwritten = ctx.never_written(out)
+    if bool((got.isnan() | got.isinf()).any()) and not (unwritten is not None
+                                                         and bool(unwritten.any())):
         # A replayed mistake that reproduces the NaN names it (row 0 of a causal mask without
         # the diagonal has no key: 0 / 0); otherwise the usual suspect is an overflowed exp2.
         bad = got.isnan() | got.isinf()

@@ -384,6 +384,15 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
         shape.append(shape.pop(d))
         return sim.reshape(shape).movedim(-1, d)
 
+    def undivided():
+        # exp2((x - m) * LOG2E) with log2_s left out: the numerators exp(x - m), never divided
+        # (each row's largest element 1).
+        rows = softmax_rows(x)
+        sim = (rows - rows.amax(dim=1, keepdim=True)).exp()
+        shape = list(x.shape)
+        shape.append(shape.pop(d))
+        return sim.reshape(shape).movedim(-1, d)
+
     def multiplied_by_s():
         # exp2((x - m) * LOG2E) * s: the row's sum used as a factor, not a divisor.
         rows = softmax_rows(x)
@@ -457,6 +466,13 @@ def diagnoses(x, dim: int, never_written=None, minus_inf_probe=None, launched=No
                 "factor (a sum over the wrong lanes or rows?)")
 
     return [
+        # The ninth learner audit ("the normalizer is wrong" before, and "statistics in fp16"
+        # on a float32 row with a near tie, which that loose match also fits): first, since
+        # nothing right or normalised matches it.
+        _simulated("the numerators stored undivided: the output matches exp(x - m), each "
+                   "softmax row's largest element 1 (the sum s never entered: path B's "
+                   "normalize without - log2_s?); normalise: exp2((x - m) * LOG2E - log2_s), "
+                   "or exp(x - m) / s", undivided, match=(rtol, atol), differ=exact),
         _simulated("statistics in fp16: the output matches a softmax computed from x rounded "
                    "to float16; load, then .to(tl.float32) before any math", fp16_statistics,
                    match=(1e-2, 1e-4), differ=exact),
@@ -772,10 +788,11 @@ def _output_strides_swapped(impl, x, dim, knobs):
 
 
 def _shared_max_probe(impl, x, dim, knobs):
-    """A probe for path B's running max taken over the whole tile (tl.max(x), no axis): one max
-    for every softmax row of a strip, so a row far below another underflows (sum 0: inf, NaN or
-    0 out). Asked of the learner's path B: two rows in one strip, one near 0 and one near -1000,
-    must come out right together when each alone does (a missing max fails it alone too)."""
+    """A probe for a max taken over the whole tile (tl.max(x), no axis), in path B's running max
+    or path A's one block: one max for every softmax row of a strip (or of a program's rows), so
+    a row far below another underflows (sum 0: inf, NaN or 0 out). Asked of the learner's path
+    B, then of path A: two rows in one tile, one near 0 and one near -1000, must come out right
+    together when each alone does (a missing max fails it alone too)."""
     import torch
 
     from checks.compare import tolerance_for
@@ -787,28 +804,41 @@ def _shared_max_probe(impl, x, dim, knobs):
     rtol, atol = 4 * tol.rtol, 4 * tol.atol + 1e-7
     probe_knobs = {k: v for k, v in knobs.items() if k == "block_r"}
 
-    def right_rows(t) -> list[bool]:
-        # (positions, rows) contiguous, transposed: a softmax row's elements are a column apart,
-        # the layout path B reads
-        q = t.t().contiguous().t().to(device=x.device, dtype=torch.float32)
+    def right_rows(t, path) -> list[bool]:
+        # Path B: (positions, rows) contiguous, transposed: a softmax row's elements are a
+        # column apart, the layout path B reads. Path A: contiguous rows with the default plan,
+        # one block of several rows per program (its two-pass walk is given code).
+        q = t.t().contiguous().t() if path == "B" else t.contiguous()
+        q = q.to(device=x.device, dtype=torch.float32)
         with torch.no_grad():
-            got = impl.softmax(q, -1, path="B", **probe_knobs).detach().double().cpu()
+            got = impl.softmax(q, -1, path=path, **(probe_knobs if path == "B" else {}))
+        got = got.detach().double().cpu()
         truth = _softmax64(q, -1)
         return [_close(got[r], truth[r], rtol, atol) for r in range(t.shape[0])]
 
-    def diagnose(got=None, expected=None, bad=None):
+    def shared(path) -> bool:
         try:
-            together = right_rows(rows)
-            alone = [right_rows(rows[r:r + 1])[0] for r in range(2)]
+            together = right_rows(rows, path)
+            alone = [right_rows(rows[r:r + 1], path)[0] for r in range(2)]
         except Exception:  # noqa: BLE001 - the probe fails: no diagnosis from it
-            return None
-        if together != [True, False] or not all(alone):
-            return None
-        return ("running max shared by the whole tile: path B's probe of two softmax rows in one "
-                "strip, one near 0 and one near -1000, breaks the second (each row alone is "
-                "right): tl.max(x) without an axis takes one max over every row of the tile, so "
-                "exp(x - m) of a row far below it underflows to 0. Reduce along the positions "
-                "only, tl.max(x, axis=0): one running max per softmax row")
+            return False
+        return together == [True, False] and all(alone)
+
+    def diagnose(got=None, expected=None, bad=None):
+        if shared("B"):
+            return ("running max shared by the whole tile: path B's probe of two softmax rows in "
+                    "one strip, one near 0 and one near -1000, breaks the second (each row alone "
+                    "is right): tl.max(x) without an axis takes one max over every row of the "
+                    "tile, so exp(x - m) of a row far below it underflows to 0. Reduce along the "
+                    "positions only, tl.max(x, axis=0): one running max per softmax row")
+        if shared("A"):
+            # (the ninth learner audit: this was "missing max subtraction" on huge logits)
+            return ("row max shared by the whole tile: path A's probe of two rows in one "
+                    "program's tile, one near 0 and one near -1000, breaks the second (each row "
+                    "alone is right): tl.max(x) without an axis takes one max over every row of "
+                    "the (BLOCK_I, BLOCK_R) tile, so exp(x - m) of a row far below it underflows "
+                    "to 0. Reduce along each row only, m = tl.max(x, axis=1)")
+        return None
 
     return diagnose
 

@@ -248,3 +248,40 @@ BUGS += [
 BUGS.append(seen_later(BUGS, "softmax_denominator_mean", name="softmax_denominator_mean_identical",
                        check="row_softmax.extreme",
                        hint="or, the same output here, denominator is the mean"))
+
+BUGS += [
+    # The ninth learner audit. add's loads without the mask (the store keeps it): the last
+    # program reads past the end of x and y. Only the interpreter's bounds check sees it: on a
+    # GPU the extra lanes load whatever follows and the masked store drops them.
+    Bug("add_loads_unmasked",
+        find="x = tl.load(x_ptr + offsets, mask=mask)\n    y = tl.load(y_ptr + offsets, mask=mask)",
+        replace="x = tl.load(x_ptr + offsets)\n    y = tl.load(y_ptr + offsets)",
+        check="add.values", hint="tail not masked", interpreter_only=True),
+    # row_softmax's load without mask and other: the padded lanes read the next row (past x for
+    # the last one) into the max and the sum. Interpreter only: on a GPU they read whatever
+    # memory follows, which no replay models (as softmax_row_offset_block_n).
+    Bug("softmax_load_unmasked",
+        find='x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=-float("inf"))',
+        replace="x = tl.load(x_ptr + row * stride_xm + cols)", check="row_softmax.values",
+        hint="tail not masked", interpreter_only=True),
+    # The mask kept but other= left out: the padded lanes load 0 (Triton's default).
+    Bug("softmax_load_other_omitted", find=', mask=mask, other=-float("inf")).to(tl.float32)',
+        replace=", mask=mask).to(tl.float32)", check="row_softmax.values",
+        hint="tail not masked"),
+    # The row converted to float16, not float32 (no hint before: "missing max subtraction" and
+    # "max taken as 0" on the extreme rows, where float16 overflows to inf or -inf).
+    Bug("softmax_statistics_in_fp16", find='other=-float("inf")).to(tl.float32)',
+        replace='other=-float("inf")).to(tl.float16)', check="row_softmax.values",
+        hint="statistics in float16"),
+    # The denominator sums the logits x (no hint on a row of one element before, "all zeros"
+    # on ragged rows and "tail padded with a finite value" near -1e31).
+    Bug("softmax_denominator_sums_x", find="denominator = tl.sum(numerator, axis=0)",
+        replace="denominator = tl.sum(x, axis=0)", check="row_softmax.values",
+        hint="denominator sums x, not exp(x - max)"),
+]
+BUGS += [
+    seen_later(BUGS, "softmax_statistics_in_fp16", name="softmax_statistics_in_fp16_extreme",
+               check="row_softmax.extreme"),
+    seen_later(BUGS, "softmax_denominator_sums_x", name="softmax_denominator_sums_x_extreme",
+               check="row_softmax.extreme"),
+]

@@ -427,3 +427,15 @@ BUGS.append(seen_later(BUGS, "pid_m_without_first", name="pid_m_without_first_or
                        check="order.grouped"))
 BUGS.append(seen_later(BUGS, "pid_n_from_tile_id", name="pid_n_from_tile_id_blocks",
                        check="knobs.blocks"))
+BUGS += [
+    # The ninth learner audit (the eighth's leftover): in later cases the faulting tile kept
+    # as many lanes under | (or the rows only) as under other masks, and the bounds check's
+    # generic "tail not masked" stood; a probe with M = 1, N = 2 in one 16 x 16 tile, where
+    # every mask tried keeps a different number of lanes, names them (interpreter only, as the
+    # originals: a GPU's tail guard counts no lanes).
+    seen_later(BUGS, "store_mask_or", name="store_mask_or_layouts", check="forward.layouts"),
+    seen_later(BUGS, "store_mask_rows_only", name="store_mask_rows_only_early_rounding",
+               check="contract.early_rounding"),
+    # The same probe names the unmasked store where its first tiles could not tell it.
+    seen_later(BUGS, "store_unmasked", name="store_unmasked_zero_k", check="forward.zero_k"),
+]

@@ -245,3 +245,13 @@ BUGS += [
     seen_later(BUGS, "jacobian_diagonal_only", name="jacobian_diagonal_only_default_dim",
                check="autograd.default_dim"),
 ]
+
+BUGS += [
+    # The ninth learner audit (no hint before): the dot product of y with 1, sum(y) = 1...
+    Bug("dot_without_dy", find="dot = tl.sum(dy * y, axis=1)  # (BLOCK_M,) one dot product per row",
+        replace="dot = tl.sum(y, axis=1)  # (BLOCK_M,) one dot product per row",
+        check="backward.values", hint="the dot product left out dy"),
+    # ...and forward without ctx.dim = dim: backward's ctx.dim raises AttributeError.
+    Bug("forward_dim_not_saved", find="        ctx.dim = dim\n", replace="",
+        check="autograd.softmax_apply", hint="forward did not save dim"),
+]

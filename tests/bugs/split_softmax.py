@@ -381,3 +381,69 @@ BUGS += [
     seen_later(BUGS, "merge_max_left_out", name="merge_max_left_out_extreme",
                check="forward.extreme"),
 ]
+
+BUGS += [
+    # The ninth learner audit (named already; guarded): exp2 given the exponent without log2(e),
+    # in partial_stats (c01) and in normalize (c13), as merge_exp2_without_log2e is in the merge;
+    # normalize dividing by the chunk's own sum of exp(x - m_row) (c14).
+    Bug("partial_exp2_without_log2e", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2(x - m_shift), axis=0)", check="stats.partial",
+        hint="exp2 without log2(e) in partial_stats"),
+    Bug("normalize_exp2_without_log2e", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = tl.exp2(x - m_row) * inv_s\n", check="normalize.values",
+        hint="exp2 without log2(e) in normalize"),
+    Bug("normalize_chunk_local_sum", find="    inv_s = 1.0 / s_row\n",
+        replace="    inv_s = 1.0 / tl.sum(tl.exp2((x - m_row) * LOG2E), axis=0)\n",
+        check="normalize.values", hint="each chunk sums to 1 on its own"),
+    # The ninth learner audit's c04 (named "tail not masked" though the load was masked): the
+    # padded lanes re-filled with 0 for the maximum, so a last chunk below 0 reports m = 0.
+    Bug("partial_max_pads_zero", find="    m = tl.max(x, axis=0)\n",
+        replace="    m = tl.max(tl.where(mask, x, 0.0), axis=0)\n", check="stats.partial",
+        hint="tail padded with 0 in the maximum"),
+    # c05 (silent in every check): each chunk's sum divided by the chunk size, a mean.
+    Bug("partial_mean_for_sum", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0) / CHUNK", check="stats.partial",
+        hint="partial sums divided by the chunk size"),
+    # c06 (forward.extreme only, without a hint): log2(e) distributed in partial_stats, each
+    # product rounded in float32 (~1e-3 off for |x| near 1e4).
+    Bug("partial_log2e_distributed", find="s = tl.sum(tl.exp2((x - m_shift) * LOG2E), axis=0)",
+        replace="s = tl.sum(tl.exp2(x * LOG2E - m_shift * LOG2E), axis=0)", check="forward.extreme",
+        hint="log2(e) distributed over the difference in partial_stats"),
+    # c08 (one case, without a hint): pass 1's tl.maximum copied into pass 2; right while one
+    # loop step holds every chunk (stats.merge's 1500 chunks take two).
+    Bug("merge_maximum_for_sum", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)\n",
+        replace="        s_acc = tl.maximum(s_acc, s * tl.exp2((m - m_row) * LOG2E))\n",
+        check="stats.merge", hint="tl.maximum where the sum belongs in merge_stats"),
+    # c09 ("the output is all zeros"): the sum computed on its own line and dropped.
+    Bug("merge_sum_discarded", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)\n",
+        replace="        s_acc + s * tl.exp2((m - m_row) * LOG2E)\n", check="stats.merge",
+        hint="nothing was added to s_acc"),
+    # c10 (silent in every check; stats.merge's new case of maxima near 1e4 shows it): log2(e)
+    # distributed over the merge's exponent.
+    Bug("merge_log2e_distributed", find="        s_acc += s * tl.exp2((m - m_row) * LOG2E)\n",
+        replace="        s_acc += s * tl.exp2(m * LOG2E - m_row * LOG2E)\n", check="stats.merge",
+        hint="log2(e) distributed over the difference in merge_stats"),
+    # c15 (named only as a row scale): m_row and s_row swapped in normalize.
+    Bug("normalize_stats_swapped",
+        find="    inv_s = 1.0 / s_row\n    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    inv_s = 1.0 / m_row\n    y = tl.exp2((x - s_row) * LOG2E) * inv_s\n",
+        check="normalize.values", hint="m_row and s_row swapped in normalize"),
+    # c16 (silent in every check): y cast to a fixed tl.float16 before the store; a float16
+    # output is right, a float32 one keeps 11 bits, a bfloat16 one loses float16's tiny values.
+    Bug("normalize_cast_float16", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = (tl.exp2((x - m_row) * LOG2E) * inv_s).to(tl.float16)\n",
+        check="normalize.values", hint="output rounded through float16"),
+]
+BUGS += [
+    # The ninth learner audit's mistakes seen by later checks that name them too (c04 was
+    # "missing max subtraction" on forward.extreme, c15 "missing max subtraction" or "all
+    # zeros" there, c05 and c16 silent on the whole softmax).
+    seen_later(BUGS, "partial_max_pads_zero", name="partial_max_pads_zero_extreme",
+               check="forward.extreme"),
+    seen_later(BUGS, "normalize_stats_swapped", name="normalize_stats_swapped_extreme",
+               check="forward.extreme"),
+    seen_later(BUGS, "partial_mean_for_sum", name="partial_mean_for_sum_forward",
+               check="forward.values"),
+    seen_later(BUGS, "normalize_cast_float16", name="normalize_cast_float16_round_once",
+               check="contract.round_once"),
+]

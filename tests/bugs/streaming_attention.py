@@ -558,3 +558,67 @@ BUGS += [seen_later(BUGS, "key_mask_on_rows", check=check,
                     name="key_mask_on_rows_" + check.replace("forward.", "").replace(".", "_"))
          for check in ("forward.kv_splits", "forward.strided", "forward.extreme", "heads.values",
                        "forward.configs")]
+
+# The ninth learner audit (new mistakes in the exercise regions).
+BUGS += [
+    # Key N - 1 dropped (j < N - 1): causal, the last row loses its own key; non-causal, every
+    # row loses it where BLOCK_N does not divide N (no hint before: "only the rows of the last
+    # (partial) row block are wrong", or another mistake's name).
+    Bug("key_mask_drops_last_key", find="keep = offs_n[None, :] < n_ctx",
+        replace="keep = offs_n[None, :] < n_ctx - 1", check="forward.values",
+        hint="key mask drops the last key"),
+    # The causal term against offs_n0, the key's place in its block (no hint before).
+    Bug("causal_keep_local_keys", find="keep = keep & (offs_m[:, None] >= offs_n[None, :])",
+        replace="keep = keep & (offs_m[:, None] >= offs_n0[None, :])", check="forward.values",
+        hint="causal mask compares the row with the key's block-local index"),
+    # The key mask against offs_n0: every key of the tail block kept, the output of "keys past
+    # N unmasked", which names it.
+    Bug("key_mask_block_local", find="keep = offs_n[None, :] < n_ctx",
+        replace="keep = offs_n0[None, :] < n_ctx", check="forward.values",
+        hint="keys past N unmasked"),
+    # tl.where indented into the causal branch: non-causal calls keep the keys past N.
+    Bug("mask_where_causal_only",
+        find='                keep = keep & (offs_m[:, None] >= offs_n[None, :])\n'
+             '            s = tl.where(keep, s, -float("inf"))',
+        replace='                keep = keep & (offs_m[:, None] >= offs_n[None, :])\n'
+                '                s = tl.where(keep, s, -float("inf"))',
+        check="forward.values", hint="keys past N unmasked"),
+    # The running max over axis 0 (a column's max): it does not broadcast where BLOCK_M !=
+    # BLOCK_N, and the framework's hint names the wrong axis (where the tiles are square the
+    # shift is exact on ordinary inputs).
+    Bug("running_max_column_max", find="m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)",
+        replace="m_new = tl.maximum(m_i, tl.max(s, 0) * qk_scale)", check="forward.values",
+        hint="a reduction over the wrong axis"),
+    # l_i += tl.sum(p) without an axis: every row's denominator gets the whole tile's sum (no
+    # hint before).
+    Bug("denominator_summed_over_tile", find="l_i = l_i * alpha + tl.sum(p, 1)",
+        replace="l_i = l_i * alpha + tl.sum(p)", check="forward.values",
+        hint="denominator summed over the whole tile"),
+    # p = exp2(logit) / exp2(m_new): exact on ordinary logits, inf / inf or 0 / 0 on
+    # forward.extreme's (it said "max not carried across blocks" or "running max must start at
+    # -inf").
+    Bug("exp2_before_max_subtracted", find="p = tl.math.exp2(s * qk_scale - m_new[:, None])",
+        replace="p = tl.math.exp2(s * qk_scale) / tl.math.exp2(m_new)[:, None]",
+        check="forward.extreme", hint="exp2 before the max is subtracted"),
+    # p cast to a fixed 16-bit dtype for P V: under the interpreter v is float32 for every input
+    # dtype, and tl.dot refuses two dtypes (it said "the kernel failed under Triton's
+    # interpreter"); on a GPU bfloat16 and float32 inputs fail to compile the same way.
+    Bug("p_cast_to_fixed_dtype",
+        find="acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)  # fp32",
+        replace="acc = tl.dot(p.to(tl.float16), v, acc, input_precision=DOT_PRECISION)  # fp32",
+        check="forward.values", hint="tl.dot operands of two dtypes"),
+    # A guard against division by zero, acc / (l + 1e-6): l >= 1, and the guard pulls a row
+    # with one dominant key toward 0 by a few float32 units: forward.extreme's huge logits (one
+    # key per row, exact scores) show it on every seed, forward.values' N = 1 on some (no hint
+    # before).
+    Bug("epsilon_in_final_division", find="out = acc / l_i[:, None]  # (BLOCK_M, HEAD_DIM)",
+        replace="out = acc / (l_i[:, None] + 1e-6)  # (BLOCK_M, HEAD_DIM)",
+        check="forward.extreme", hint="epsilon in the final division"),
+    # The store's row mask one short (rows < N - 1): the last row is never written. forward.values
+    # names it; forward.extreme's NaN hints blamed an overflow or a row with no key for the
+    # fill's NaN before (its NaN branch now leaves unwritten elements to assert_close).
+    Bug("store_mask_drops_last_row",
+        find="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)",
+        replace="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx - 1)",
+        check="forward.extreme", hint="output never written"),
+]

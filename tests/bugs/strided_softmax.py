@@ -374,3 +374,22 @@ BUGS += [
     seen_later(BUGS, "across_shift_clamped_at_zero", name="across_shift_clamped_at_zero_extreme",
                check="forward.extreme", hint="or, the same output here, the shift clamped at 0"),
 ]
+
+BUGS += [
+    # The ninth learner audit. Path A's one block takes the max of the whole tile, tl.max(x)
+    # with no axis, subtracted as a scalar: rows far below another of the program's rows
+    # underflow (the hint was "missing max subtraction" on huge logits).
+    Bug("along_max_over_whole_tile",
+        find="m = tl.max(x, axis=1)  # (BLOCK_I,)\n"
+             "        numerator = tl.exp2((x - m[:, None]) * LOG2E)",
+        replace="m = tl.max(x)  # (BLOCK_I,)\n        numerator = tl.exp2((x - m) * LOG2E)",
+        check="forward.extreme", hint="row max shared by the whole tile"),
+    # Path B's normalize without - log2_s: the numerators exp(x - m) stored undivided (the
+    # hint was "the normalizer is wrong", and "statistics in fp16" on a float32 near tie).
+    Bug("normalize_without_log2s",
+        find="y = tl.exp2((x - m[None, :]) * LOG2E - log2_s[None, :])",
+        replace="y = tl.exp2((x - m[None, :]) * LOG2E)", check="forward.paths",
+        hint="the numerators stored undivided"),
+]
+BUGS.append(seen_later(BUGS, "normalize_without_log2s", name="normalize_without_log2s_extreme",
+                       check="forward.extreme"))
