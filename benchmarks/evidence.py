@@ -90,7 +90,8 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
         # (correctness runs: sharing the GPU changes nothing but the wall time).
         jobs = int(os.environ.get("BUGZOO_JOBS", "1")) if device == "cuda" else 1
         # A gpu_only bug sits in code only a GPU runs: the interpreter's zoo leaves it out;
-        # an interpreter_only one is a read past the end only the interpreter sees.
+        # an interpreter_only one sits in code only the interpreter runs in its check (a read
+        # past the end only its bounds check sees, say).
         bugs = [b for b in planted(workshop)
                 if runs_on(b, device) and (not wanted or b.name in wanted)]
         if shard:  # every n-th bug from the i-th: n commands of one workshop, merged after

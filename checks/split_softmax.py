@@ -2235,15 +2235,19 @@ HINT_FINITE_PAD = ("tail padded with a finite value instead of -inf: every value
 def _shift_guard_probe(ctx, impl):
     """Diagnosis (found by the fifth learner audit): does partial_stats guard the empty chunk
     with a threshold (m < -1e30, say) instead of m == -inf? Asked of the learner's code: one
-    chunk of 16 float32 values in [-5, -1] and one in [-1e35, -1e31]. Named when both maxima
-    are right, the first chunk's sum is right (so the max is subtracted: not a missing max, which
-    gives exp(m) times too little there) and the second's is 0 (exp(x - 0) underflowed), where
-    the right sum is at least 1."""
+    chunk of 16 float32 values in [-5, -1] and one in [-1.01e35, -2^103 = -1.01e31]. Named when
+    both maxima are right, the first chunk's sum is right (so the max is subtracted: not a
+    missing max, which gives exp(m) times too little there) and the second's is 0 (exp(x - 0)
+    underflowed), where the right sum is at least 1. The second chunk's maximum is a power of
+    two so that m * log2(e) is exact in float32: log2(e) distributed over the difference, as a
+    GPU contracts it (fma(x, log2e, -(m * log2e)), one rounding), then gives exp2(0) = 1 for
+    the maximum, as it does under the interpreter; with m = -1e31 the rounding of m * log2(e)
+    alone (~1e23) made that sum 0 on a GPU, and this hint named the wrong mistake."""
 
     def diagnose(got, expected, bad):
         torch = ctx.torch
         u = torch.linspace(0.0, 1.0, 16, dtype=torch.float64)
-        x64 = torch.stack([-5.0 + 4.0 * u, -1e31 * torch.pow(10.0, 4.0 * u)])
+        x64 = torch.stack([-5.0 + 4.0 * u, -(2.0 ** 103) * torch.pow(10.0, 4.0 * u)])
         x32 = x64.float()
         probe = _partial_probe(impl, x32.to(ctx.torch_device), 16)
         if probe is None or probe[0].shape != (2, 1) or probe[1].shape != (2, 1):

@@ -9,8 +9,8 @@ second on imports each: 42 s for foundations' 33 mutants, 5 s in one process), o
 seed each run. BUGZOO_FULL=1 instead runs every check of the workshop against each mutant, in a
 process of its own, and still asserts the named check is among the failures. Bugs that only a
 GPU can catch (`gpu_only`) are planted here, not run: `python3 -m benchmarks bugzoo --device
-cuda` runs them (and leaves out the `interpreter_only` ones, reads past the end that only the
-interpreter's bounds check sees).
+cuda` runs them (and leaves out the `interpreter_only` ones, code that only the interpreter runs
+in the named check, such as reads past the end that only its bounds check sees).
 """
 
 from __future__ import annotations

@@ -29,9 +29,10 @@ class Bug:
     count: int = 1  # how many times `find` occurs in the reference (all are replaced)
     module: str = ""  # which reference module to mutate; default: the workshop's own
     gpu_only: bool = False  # caught by a cuda-tier check: run by the GPU zoo only
-    # A read past the end that only the interpreter's bounds check sees: on a GPU the extra
-    # loads do not fault and nothing they feed reaches the output (the GPU tail guard watches
-    # stores), so the GPU zoo leaves it out.
+    # Code only the interpreter runs in the named check: a read past the end that only its
+    # bounds check sees (on a GPU the extra loads do not fault and nothing they feed reaches
+    # the output; the GPU tail guard watches stores), or a pointer store that a GPU makes
+    # through a TMA descriptor instead. The GPU zoo leaves it out.
     interpreter_only: bool = False
 
 

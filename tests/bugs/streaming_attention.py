@@ -617,8 +617,11 @@ BUGS += [
     # The store's row mask one short (rows < N - 1): the last row is never written. forward.values
     # names it; forward.extreme's NaN hints blamed an overflow or a row with no key for the
     # fill's NaN before (its NaN branch now leaves unwritten elements to assert_close).
+    # interpreter_only: on a GPU forward.extreme's unsplit cases store through the TMA
+    # descriptor, which clips rows past N by itself, so the masked store never runs there (the
+    # GPU zoo saw every case PASS at 04225ab).
     Bug("store_mask_drops_last_row",
         find="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)",
         replace="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx - 1)",
-        check="forward.extreme", hint="output never written"),
+        check="forward.extreme", hint="output never written", interpreter_only=True),
 ]
