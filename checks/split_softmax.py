@@ -1207,9 +1207,13 @@ def _merge_cases(device: str) -> list[Case]:
               Case(rows=4, chunks=9, layout="padded_rows"),
               # every chunk maximum near -1000 (7 chunks: a merge block has padded lanes)
               Case(rows=3, chunks=7, layout="contiguous", shift=-1000.0),
-              # every chunk maximum near 1e4, a few units apart: a rescale factor computed from
-              # m_c * log2(e) - m_row * log2(e) in float32 is ~1e-3 off (the ninth audit's c10)
-              Case(rows=3, chunks=7, layout="contiguous", shift=1e4)]
+              # every chunk maximum near 1e6, a unit or two apart: a rescale factor computed
+              # from m_c * log2(e) - m_row * log2(e) in float32 is ~1e-2 off (the ninth audit's
+              # c10). Near 1e4, with the usual spread of 6, one chunk often held nearly all the
+              # weight and the rounding hid below STAT_RTOL on about one seed in three; here, in
+              # 20000 random draws, the sum was always at least 1.7e-4 off under the
+              # interpreter's rounding and 1.4e-3 under a GPU's fma.
+              Case(rows=3, chunks=7, layout="contiguous", shift=1e6, spread=1.0)]
     return cases
 
 
@@ -1414,7 +1418,7 @@ def stats_merge(ctx, impl, case):
     # lot (a missing rescale factor exp(m_c - m_row) changes the sum by a large factor).
     values = ctx.randn((case.rows, case.chunks * 32), "float64", scale=4.0,
                        shift=case.get("shift", 0.0), device="cpu")
-    values += ctx.randn((case.rows, case.chunks, 1), "float64", scale=6.0,
+    values += ctx.randn((case.rows, case.chunks, 1), "float64", scale=case.get("spread", 6.0),
                         device="cpu").expand(-1, -1, 32).reshape(case.rows, -1)
     m64, s64 = _chunk_stats64(values, 32)
     m32, s32 = m64.float(), s64.float()
@@ -1678,9 +1682,11 @@ def _merge_diagnoses(m64, s64):
                 return HINT_MERGE_LOG2E_DISTRIBUTED
         return None
 
+    # log2e_distributed, an exact replay, before other_row, a symptom only: on some seeds the
+    # distributed rounding leaves row 0 within tolerance and a later row past it.
     return [no_rescale, inverted, sums_left_out, overwritten, log2e_outside, block_max,
-            other_row, wrong_base, reduced_into_lanes, log2e_on_max, max_left_out, lane_max_for_m,
-            lane_max_across_steps, nothing_added, log2e_distributed]
+            log2e_distributed, other_row, wrong_base, reduced_into_lanes, log2e_on_max,
+            max_left_out, lane_max_for_m, lane_max_across_steps, nothing_added]
 
 
 HINT_MERGE_LANE_MAXIMUM = ("tl.maximum where the sum belongs in merge_stats' pass 2: s_row equals "
@@ -1695,7 +1701,7 @@ HINT_MERGE_NOTHING_ADDED = ("nothing was added to s_acc in merge_stats: s_row is
 HINT_MERGE_LOG2E_DISTRIBUTED = (
     "log2(e) distributed over the difference in merge_stats' rescale factor: exp2(m_c * log2(e) "
     "- m_row * log2(e)) rounds each product in float32 before subtracting, so for maxima of "
-    "large |m| (1e4 here) each factor carries an error of ~|m| * 2^-24; subtract first, then "
+    "large |m| each factor carries an error of ~|m| * 2^-24; subtract first, then "
     "scale: exp2((m - m_row) * log2(e))")
 
 
