@@ -490,14 +490,22 @@ def _log2e_distributed_normalize(x64):
     import torch
 
     x32 = x64.float()  # the kernel's float32 x (a 16-bit x widens exactly)
-    log2e = torch.tensor(LOG2E, dtype=torch.float32)
-    m_product = x32.amax(dim=1, keepdim=True) * log2e  # rounded to float32
-    interpreter = x32 * log2e - m_product  # both products rounded
-    # the product of two float32 values is exact in float64, so fma(x, c, -m) is fl32(x*c - m)
-    gpu = (x32.double() * float(log2e) - m_product.double()).float()
     t = x64 - x64.amax(dim=1, keepdim=True)
     s_row = torch.exp(t).sum(dim=1, keepdim=True)
-    return [torch.exp2(e.double()) / s_row for e in (interpreter, gpu)]
+    return [torch.exp2(e.double()) / s_row
+            for e in _distributed_exponents(x32, x32.amax(dim=1, keepdim=True))]
+
+
+def _distributed_exponents(v32, m32):
+    """v * log2(e) - m * log2(e) in float32 (float32 tensors that broadcast), as the kernel
+    rounds it: [the interpreter, which rounds both products; a GPU, whose fma(v, log2e,
+    -(m * log2e)) rounds m's product, then v's product and the subtraction once]."""
+    import torch
+
+    log2e = torch.tensor(LOG2E, dtype=torch.float32)
+    m_product = m32 * log2e  # rounded to float32
+    # the product of two float32 values is exact in float64, so fma(v, c, -p) is fl32(v*c - p)
+    return [v32 * log2e - m_product, (v32.double() * float(log2e) - m_product.double()).float()]
 
 
 def _partial_probe(impl, x, chunk: int):
@@ -1095,7 +1103,7 @@ def _mean_for_sum_sums(x, chunk: int):
 # of normalize's HINT_LOG2E_DISTRIBUTED made in the first stage.
 HINT_PARTIAL_LOG2E_DISTRIBUTED = (
     "log2(e) distributed over the difference in partial_stats: exp2(x * log2(e) - m * log2(e)) "
-    "rounds each product in float32 before subtracting, so for large |x| (1e4 here) each term "
+    "rounds each product in float32 before subtracting, so for large |x| each term "
     "carries an error of ~|x| * 2^-24 and the chunk's sum keeps it; subtract first, then "
     "scale: exp2((x - m) * log2(e))")
 
@@ -1113,11 +1121,7 @@ def _log2e_distributed_sums(x, chunk: int):
         tiles = _chunk_tiles(x64, chunk).float()
         m = tiles.amax(dim=2, keepdim=True)
         shift = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-        log2e = torch.tensor(LOG2E, dtype=torch.float32)
-        m_product = shift * log2e  # rounded to float32
-        interpreter = tiles * log2e - m_product
-        gpu = (tiles.double() * float(log2e) - m_product.double()).float()
-        for e in (interpreter, gpu):
+        for e in _distributed_exponents(tiles, shift):
             model = torch.exp2(e.double()).sum(dim=2)
             if bool((~((model - expected).abs() <= STAT_RTOL * expected.abs()))[bad].any()) and (
                     _close(got, model, "float32", rtol=STAT_RTOL)):
@@ -1712,12 +1716,9 @@ def _log2e_distributed_merge(m, s):
     import torch
 
     m32 = m.float()
-    log2e = torch.tensor(LOG2E, dtype=torch.float32)
-    m_product = m32.amax(dim=1, keepdim=True) * log2e
-    interpreter = m32 * log2e - m_product
-    gpu = (m32.double() * float(log2e) - m_product.double()).float()
     # a padded or -inf chunk: -inf - finite = -inf, exp2 = 0, 0 * s = 0
-    return [(s * torch.exp2(e.double())).nan_to_num(0.0).sum(dim=1) for e in (interpreter, gpu)]
+    return [(s * torch.exp2(e.double())).nan_to_num(0.0).sum(dim=1)
+            for e in _distributed_exponents(m32, m32.amax(dim=1, keepdim=True))]
 
 
 HINT_MERGE_MAX_LEFT_OUT = ("m_row left out of merge_stats' rescale factor: s_row = sum_c s_c * "
