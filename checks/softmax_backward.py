@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 
 from checks import launches
-from checks.compare import always
-from checks.context import left_the_tensors
+from checks.compare import always, never_written_line
+from checks.context import holds_fresh_memory_fill, left_the_tensors
 from checks.core import Case, CheckFailed, Unavailable, register
 
 W = "softmax_backward"
@@ -1201,16 +1201,36 @@ def _expect_backward_launch(ctx, impl, y, dy, dim):
     The node is called directly (grad_fn.apply), not through y.backward(): autograd runs a CUDA
     backward on its own worker thread, where the launch log, kept per thread, would see nothing.
     A direct call frees nothing, so the real backward can still run afterwards."""
-    with ctx.count_launches() as log:
+    from checks.context import fresh_memory_filled
+
+    # Inside fresh_memory_filled(), as CheckContext.call runs learner code: a dx allocated and
+    # never written holds the checks' NaN fill. (Only here: autograd's engine runs the
+    # learner's backward with every torch function mode off, so a whole backward pass,
+    # y.backward(dy), would hand back whatever the allocator held.)
+    with ctx.count_launches() as log, fresh_memory_filled():
         grads = _call_backward(impl, y, dy, dim, y.grad_fn.apply, dy, label="Softmax.backward")
     if not isinstance(grads, tuple) or not grads or grads[0] is None:
         ctx.fail(f"Softmax.backward returned {type(grads).__name__}, expected (dx, None)",
                  hint="backward must return (dx, None)")
     if not any("softmax_backward" in name for name in log):
         ran = ", ".join(log) if log else "no Triton kernel"
+        dx = grads[0]
+        unwritten = (holds_fresh_memory_fill(dx) if isinstance(dx, ctx.torch.Tensor)
+                     else None)
+        if unwritten is not None:
+            # dx = torch.empty_like(dy) returned without the kernel call that fills it
+            ctx.fail(f"Softmax.backward launched {ran}; expected softmax_backward_kernel, and "
+                     f"{never_written_line(unwritten)}",
+                     hint="dx allocated but never computed: backward returned fresh memory "
+                          "(torch.empty_like(dy)?) without launching the kernel; "
+                          "dx = softmax_backward(y, dy, ctx.dim)")
+        right = (isinstance(dx, ctx.torch.Tensor) and dx.shape == y.shape
+                 and _close(dx.detach().cpu().double(), _vjp64(y, dy, dim), 0.02, 1e-3))
         ctx.fail(f"Softmax.backward launched {ran}; expected softmax_backward_kernel",
-                 hint="backward fell back to torch: the values are right, but dx must come "
-                      "from this workshop's kernel, softmax_backward(y, dy, ctx.dim)")
+                 hint=("backward fell back to torch: " + ("the values are right, but " if right
+                                                          else "")
+                       + "dx must come from this workshop's kernel, "
+                         "softmax_backward(y, dy, ctx.dim)"))
 
 
 @register(W, "autograd.softmax_apply", tier="kernel", uses=USES_AUTOGRAD, cases=_apply_cases,
@@ -1424,6 +1444,7 @@ def autograd_default_dim(ctx, impl, case):
                  hint="forward returns the softmax of x, same shape and dtype")
     ctx.assert_close(y, x64.softmax(-1), name="Softmax.apply(x) (dim left out)", diagnose=[
         lambda g, e, bad: hint if _close(g, x64.softmax(0), 1e-5, 1e-7) else None])
+    _expect_backward_launch(ctx, impl, y, dy, -1)
     _call_backward(impl, y, dy, -1, y.backward, dy, label="backward through Softmax")
     if x.grad is None:
         ctx.fail("x.grad is None after backward", hint="backward must return (dx, None)")
