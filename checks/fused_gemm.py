@@ -538,8 +538,15 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
     got64 = got.detach().cpu().double()
     err = (got64 - rounded).abs()
     err = torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
-    bad = err > tol
-    ratio = err / tol
+    # Where the reference itself is not finite (a sum past the dtype's range rounds to inf), its
+    # tolerance is inf too and `err > tol` would accept any output: demand the same value there,
+    # as compare.assert_close does.
+    finite = rounded.isfinite()
+    same = (got64 == rounded) | (got64.isnan() & rounded.isnan())
+    err = torch.where(finite | ~same, err, torch.zeros_like(err))
+    bad = torch.where(finite, err > tol, ~same)
+    ratio = torch.where(finite, err / tol,
+                        torch.where(bad, float("inf"), 0.0).to(torch.float64))
     worst = int(torch.argmax(ratio.reshape(-1)))
     ctx_max, ctx_tol = float(err.reshape(-1)[worst]), float(tol.reshape(-1)[worst])
     if ctx.max_error is None or ctx_max / ctx_tol > ctx.max_error / max(ctx.tolerance, 1e-300):
@@ -548,10 +555,11 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
     if n_bad == 0:
         return
     idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), bad.shape))
+    how_far = (f"|error| {ctx_max:.3g} > {ctx_tol:.3g} (tolerance = "
+               f"{_tolerance_formula(bias, a.dtype)}, K = {k})" if bool(finite[idx])
+               else "where the reference is not finite and must be matched exactly")
     lines = [f"{name}: {n_bad} of {bad.numel()} elements outside tolerance; worst at index {idx}: "
-             f"got {got64[idx].item():.6g}, expected {rounded[idx].item():.6g}, |error| "
-             f"{ctx_max:.3g} > {ctx_tol:.3g} (tolerance = {_tolerance_formula(bias, a.dtype)}, "
-             f"K = {k})"]
+             f"got {got64[idx].item():.6g}, expected {rounded[idx].item():.6g}, {how_far}"]
     nan_got = int((got64.isnan() & ~rounded.isnan()).sum())
     if nan_got:
         lines.append(f"{nan_got} NaN where the reference is a number")

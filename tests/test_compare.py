@@ -176,3 +176,22 @@ def test_a_few_unwritten_elements_among_many_wrong_ones_do_not_take_the_hint():
     assert "3 never written" in failed.value.message
     assert not failed.value.hint.startswith("output never written")
 
+
+
+def test_fused_gemm_demands_an_overflowing_reference_exactly():
+    """fused GEMM compares with its own element-wise tolerance, which is inf where the
+    contract's result overflows float16: there only the same infinity may pass."""
+    from checks import fused_gemm
+
+    a = torch.full((2, 4), 200.0, dtype=torch.float16)  # 4 * 200 * 100 = 80000 > 65504
+    b = torch.full((4, 3), 100.0, dtype=torch.float16)
+    b[:, 2] = 0.5  # one finite column beside the overflowing ones
+    ctx = _context()
+    fused_gemm._compare(ctx, (a.double() @ b.double()).half(), a, b, None, False)
+    assert ctx.max_error == 0.0
+    for wrong in (1.0, float("-inf"), float("nan")):
+        got = (a.double() @ b.double()).half()
+        got[1, 0] = wrong
+        with pytest.raises(CheckFailed, match="1 of 6 elements outside tolerance; worst at "
+                                              r"index \(1, 0\).*not finite"):
+            fused_gemm._compare(_context(), got, a, b, None, False)
