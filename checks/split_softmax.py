@@ -263,6 +263,11 @@ def _log2e_on_max_hint(stage: str) -> str:
 HINT_MAX_FOR_SUM = ("every partial s is 1: tl.max where tl.sum belongs in partial_stats; s is "
                     "exactly the largest term exp(m - m) = 1 of each chunk, not the sum of its "
                     "terms: s = tl.sum(tl.exp2((x - m) * log2(e)), axis=0)")
+HINT_MAX_OR_MEAN_FOR_SUM = ("every partial s is 1: tl.max where tl.sum belongs in partial_stats, "
+                            "or the sum divided by the chunk size ({chunk}), which on chunks of "
+                            "equal values (every term exp(x - m) = 1) gives the same; s is the "
+                            "sum of the chunk's terms: s = tl.sum(tl.exp2((x - m) * log2(e)), "
+                            "axis=0), with no division")
 # The merge's factor applied to what was already added, not to the chunk's own sum (the audit's
 # 13). With one loop step it is the plain sum of the s_c (s_acc starts at 0), which is why a
 # probe with two loop steps tells it from "partial denominators not rescaled".
@@ -382,8 +387,15 @@ def _mistake_models(x64, chunk: int, *, merge: bool = True):
                        numerator / _merge64(m, _log2e_on_max_partial(x64, chunk))[:, None]))
         models.append((_log2e_on_max_hint("merge_stats"),
                        numerator / _log2e_on_max_merge(m, s)[:, None]))
-        models.append((HINT_MAX_FOR_SUM,
-                       numerator / _merge64(m, _max_for_sum_partial(x64, chunk))[:, None]))
+        max_for_sum = numerator / _merge64(m, _max_for_sum_partial(x64, chunk))[:, None]
+        # Where the chunks that carry a row's weight each hold equal values (forward.extreme's
+        # rows), every term there is 1, and the sum divided by the chunk size gives the same
+        # output: name both then.
+        mean_for_sum = numerator / _merge64(m, s / chunk)[:, None]
+        same = bool(torch.isclose(max_for_sum, mean_for_sum, rtol=1e-9, atol=0.0,
+                                  equal_nan=True).all())
+        models.append((HINT_MAX_OR_MEAN_FOR_SUM.format(chunk=chunk) if same
+                       else HINT_MAX_FOR_SUM, max_for_sum))
         models.append((HINT_MERGE_MAX_LEFT_OUT, numerator / _max_left_out_merge(m, s)[:, None]))
     if m.shape[1] > 1 and merge:
         models.append((
@@ -745,8 +757,48 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
         # Last: no model of the output named it; the learner's partial_stats and merge_stats
         # asked on their own (the seventh learner audit's 01, 03, 04: silent here)
         return [models, other_row, tail, float16_on_the_way, _stage_probe(impl, x, chunk),
-                _merge_benign_probe(impl, x.device, nan_only=False)]
+                _merge_benign_probe(impl, x.device, nan_only=False),
+                _normalize_probe(impl, x.device)]
     return [models, other_row, tail, float16_on_the_way]
+
+
+def _normalize_probe(impl, device):
+    """Diagnosis for the whole softmax, heard last: the learner's normalize alone, handed the
+    right statistics of a small benign input, read with normalize.values' models. An output
+    can carry no mistake's signature: with m_row and s_row swapped (the ninth learner audit's
+    c15) a row of 4097 values is all zeros, exp(x - s_row) underflowing once s_row is in the
+    hundreds, and "all zeros" would blame the store. On rows of nine values from -1 to 3 the
+    models all differ."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        x = torch.linspace(-1.0, 3.0, 18, dtype=torch.float32).reshape(2, 9)
+        x64 = x.double()
+        m64 = x64.amax(dim=1)
+        s64 = torch.exp(x64 - m64[:, None]).sum(dim=1)
+        right = torch.exp(x64 - m64[:, None]) / s64[:, None]
+        try:
+            y = impl.normalize(x.to(device), m64.float().to(device), s64.float().to(device))
+            y64 = y.detach().cpu().double()
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        if y64.shape != right.shape:
+            return None
+        tol = tolerance_for("float32")
+        wrong = ~agrees(y64, right, tol.rtol, tol.atol)
+        if not bool(wrong.any()):
+            return None
+        for diagnosis in _output_diagnoses(impl, x.to(device), None, "float32", merge=False):
+            hint = diagnosis(y64, right, wrong)
+            if hint:
+                return (f"{hint} (named by normalize alone, handed the right statistics of a "
+                        f"small row: this output shows no mistake's signature)")
+        return None
+
+    return diagnose
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1065,9 +1117,13 @@ def _max_for_sum_sums(x, chunk: int):
     x64 = x.detach().cpu().double()
 
     def diagnose(got, expected, bad):
-        if bool((got == _max_for_sum_partial(x64, chunk)).all()):
-            return HINT_MAX_FOR_SUM
-        return None
+        model = _max_for_sum_partial(x64, chunk)
+        if not bool((got == model).all()):
+            return None
+        # chunks of equal values: the sum divided by the chunk size is 1 as well
+        if bool((model == _chunk_stats64(x64, chunk)[1] / chunk).all()):
+            return HINT_MAX_OR_MEAN_FOR_SUM.format(chunk=chunk)
+        return HINT_MAX_FOR_SUM
 
     return diagnose
 
