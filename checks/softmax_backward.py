@@ -1138,12 +1138,42 @@ def _saved_count_hint(y, error) -> str | None:
 
 def _dy_dtype_hint(impl, y, dy, dim, error) -> str | None:
     """When Softmax.backward raised exactly what the learner's own softmax_backward raises for
-    dy converted to another dtype (dy.float(), say), while it takes this dy as it comes: the
-    same exception type and message, probed, for the one dtype that reproduces it."""
+    dy converted to another dtype (dy.float(), say), or the saved y converted (y.float(): the
+    ninth learner audit's B21, no hint before), while it takes this y and dy as they come: the
+    same exception type and message, probed, for the one conversion that reproduces it."""
     import torch
 
-    if error is None or not isinstance(dy, torch.Tensor):
+    if error is None or not isinstance(dy, torch.Tensor) or not isinstance(y, torch.Tensor):
         return None
+    y = y.detach()
+    try:
+        with torch.no_grad():
+            impl.softmax_backward(y, dy, dim)
+    except Exception:  # noqa: BLE001 - the launcher refuses this dy itself: not this mistake
+        return None
+    for which in ("dy", "y"):
+        given = dy if which == "dy" else y
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            if dtype == given.dtype:
+                continue
+            args = (y, dy.to(dtype)) if which == "dy" else (y.to(dtype), dy)
+            try:
+                with torch.no_grad():
+                    impl.softmax_backward(*args, dim)
+            except Exception as probe:  # noqa: BLE001 - the probe is meant to raise
+                if type(probe) is type(error) and str(probe) == str(error):
+                    name = str(dtype).replace("torch.", "")
+                    call = ("y, dy.to(torch.{name})" if which == "dy"
+                            else "y.to(torch.{name}), dy").format(name=name)
+                    handed = ("autograd hands backward a dy of y's dtype" if which == "dy"
+                              else "forward saved y in x's dtype")
+                    return (f"Softmax.backward changed {which}'s dtype: it raised what "
+                            f"softmax_backward({call}, dim) raises, while "
+                            f"softmax_backward(y, dy, dim) takes this {str(given.dtype)[6:]} "
+                            f"{which} as it comes; {handed}, and the kernel upcasts y and dy "
+                            "to float32 itself: pass both as they are, "
+                            "softmax_backward(y, dy, ctx.dim)")
+    return None
     try:
         with torch.no_grad():
             impl.softmax_backward(y.detach(), dy, dim)

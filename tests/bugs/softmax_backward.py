@@ -262,4 +262,8 @@ BUGS += [
     Bug("backward_returns_empty", find="        dx = softmax_backward(y, dy, ctx.dim)\n",
         replace="        dx = torch.empty_like(dy)\n", check="autograd.softmax_apply",
         hint="dx allocated but never computed"),
+    # ...and its B21 (no hint: the launcher refuses mixed dtypes): the saved y upcast.
+    Bug("backward_y_upcast", find="dx = softmax_backward(y, dy, ctx.dim)",
+        replace="dx = softmax_backward(y.float(), dy, ctx.dim)", check="autograd.softmax_apply",
+        hint="Softmax.backward changed y's dtype"),
 ]
