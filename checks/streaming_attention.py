@@ -159,7 +159,7 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
                 p_base_e=False, keep_inverted=False, p_by_column=False, v_transposed=False,
                 acc_added_twice=False, l_alpha_on_block=False, multiply_den=False,
                 p_unscaled=False, m_block_only=False, key_mask_rows=False, tile_max=False,
-                den_tile_sum=False):
+                den_tile_sum=False, den_block_max=False):
     """The kernel's key-block walk in float64, with switches that reproduce known mistakes.
 
     Row r belongs to program r // block_m; that program visits key blocks of block_n from 0 up
@@ -249,6 +249,9 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
     den_tile_sum: l_i += tl.sum(p) without an axis: every row of a program's tile adds the sum
     of the whole (BLOCK_M, BLOCK_N) tile of p, the last row block's rows past N (q loaded as 0,
     every kept key scoring 0) included.
+    den_block_max: l_i = l_i * alpha + tl.max(p, 1): each key block adds its largest p, not
+    their sum (the max line above copied); with one key block per row l = exp2(0) = 1 and
+    the output is acc undivided.
     """
     import torch
 
@@ -338,6 +341,8 @@ def _streamed64(q, k, v, *, causal, scale, block_m, block_n, rescale_acc=True, r
             if den_tile_sum:  # one sum for the whole tile, added to each of its rows
                 p_sum = p.reshape(-1, block_m * block_n).sum(
                     dim=1).repeat_interleave(block_m)
+            if den_block_max:  # the block's largest p (masked keys: p = 0)
+                p_sum = p.max(dim=1).values
             v_tile = vp[start:start + block_n]
             if v_trans:  # (block_n = d, d) tile: p @ v.T
                 v_tile = v_tile.T
@@ -761,6 +766,10 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                     "to each row's denominator, so l is far too large and every output too "
                     "small; each row sums its own: l_i = l_i * alpha + tl.sum(p, 1)",
                     {"den_tile_sum": True})
+    den_block_max = ("denominator adds each key block's largest p, not its sum: l_i = l_i * "
+                     "alpha + tl.max(p, 1) (with one key block per row l is exp2(0) = 1 and "
+                     "the output is acc undivided); l_i = l_i * alpha + tl.sum(p, 1)",
+                     {"den_block_max": True})
     drops_last_key = ("key mask drops the last key: keep = offs_n < N - 1 (or <= N - 2) drops "
                       "key N - 1, a real key, in the masked stage (causal: the last row loses "
                       "its own key, and with N = 1 it has none: NaN); keys 0..N - 1 are real: "
@@ -873,7 +882,9 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                l_scaled_after_add=True),
         replay(l_alpha_on_block[0], **l_alpha_on_block[1]),
         replay("the final division missing: the output is acc, the running P V, not divided "
-               "by the running denominator; out = acc / l_i[:, None]", divide=False),
+               "by the running denominator; out = acc / l_i[:, None]", also=[den_block_max],
+               divide=False),
+        replay(den_block_max[0], **den_block_max[1]),
         replay("the output multiplied by the denominator: out = acc * l_i[:, None]; divide, "
                "out = acc / l_i[:, None]", multiply_den=True),
         replay("denominator broadcast along the wrong axis: acc / l_i divides column c by row "
@@ -978,8 +989,22 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                strict=True, tile_max=True),
     ]
     if causal:
-        hints.append(formula("causal mask not applied: the output equals non-causal attention",
-                             lambda: reference(q, k, v, causal=False, scale=scale_used)))
+        # The stage bounds' two branches swapped (`if not IS_CAUSAL:`): a causal call walks the
+        # non-causal range, every full key block unmasked and only the ragged tail masked (the
+        # ninth learner audit's causal_branches_swapped). Where N is a multiple of BLOCK_N that
+        # is non-causal attention, and the formula speaks first.
+        causal_walks_noncausal = walk(
+            "stage bounds of a non-causal call: the unmasked stage 1 ran over every full key "
+            "block (hi1 = (N // BLOCK_N) * BLOCK_N), so the rows saw the keys after them, and "
+            "only the ragged tail went through the masked stage; a causal call walks hi1 = "
+            "start_m * BLOCK_M, then its diagonal block to hi2 = min((start_m + 1) * BLOCK_M, "
+            "N) (are the two branches of `if IS_CAUSAL:` swapped?)",
+            lambda sm, bm, bn: ((n // bn) * bn, (n // bn) * bn, n))
+        hints.append(or_same(formula(
+            "causal mask not applied: the output equals non-causal attention",
+            lambda: reference(q, k, v, causal=False, scale=scale_used)),
+            [causal_walks_noncausal]))
+        hints.append(causal_walks_noncausal)
         # Where one row block holds every row the two are the same output, and the formula
         # above, true of both, speaks first.
         # Stage 1 run to the end of the row block gives the same output where N is a multiple
@@ -1063,6 +1088,15 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
     else:
         hints.append(formula("causal mask applied to a non-causal call",
                              lambda: reference(q, k, v, causal=True, scale=scale_used)))
+        # ... and the same swap seen from a non-causal call: the causal range, each row's keys
+        # up to the end of its row block.
+        hints.append(walk(
+            "stage bounds of a causal call: stage 1 stopped at the row block's first row (hi1 = "
+            "start_m * BLOCK_M) and the masked stage at its last (hi2 = (start_m + 1) * "
+            "BLOCK_M), so each row saw only the keys up to the end of its row block; a "
+            "non-causal call walks every key, hi1 = (N // BLOCK_N) * BLOCK_N and the tail to "
+            "hi2 = N (are the two branches of `if IS_CAUSAL:` swapped?)",
+            lambda sm, bm, bn: (sm * bm, sm * bm, min((sm + 1) * bm, n))))
         hints.append(walk(lambda bm, bn: (
             f"the masked stage started at key 0: non-causal, lo2 = 0 walks every key again in "
             f"the masked stage, so the keys of stage 1 (0..{(n // bn) * bn - 1}, the full "

@@ -624,4 +624,18 @@ BUGS += [
         find="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx)",
         replace="tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=offs_m[:, None] < n_ctx - 1)",
         check="forward.extreme", hint="output never written", interpreter_only=True),
+
+    # The ninth learner audit's two unfinished mistakes. The denominator adds each key block's
+    # largest p (tl.max copied from the running max's line): with one key block per row l = 1
+    # and the output is acc undivided, where "the final division missing" names both (no
+    # hint of its own before).
+    Bug("denominator_max_not_sum", find="l_i = l_i * alpha + tl.sum(p, 1)",
+        replace="l_i = l_i * alpha + tl.max(p, 1)", check="forward.values",
+        hint="each key block's largest p, not its sum"),
+    # The stage bounds' branches swapped: a non-causal call walks the causal key range (each
+    # row's keys up to the end of its row block) and a causal one the non-causal range (every
+    # full key block unmasked). Its first FAIL, a non-causal call, had no hint before.
+    Bug("causal_branches_swapped", find="    if IS_CAUSAL:\n        hi1 = start_m * BLOCK_M\n",
+        replace="    if not IS_CAUSAL:\n        hi1 = start_m * BLOCK_M\n", check="forward.values",
+        hint="(are the two branches of `if IS_CAUSAL:` swapped?)"),
 ]
