@@ -371,6 +371,11 @@ def _slip_models(y64, dy64, d: int):
          "with itself; each row's dot is tl.sum(dy * y, axis=1)"),
         # (the seventh learner audit's 13: the elementwise derivative of a sigmoid)
         (_diagonal_only(y64, dy64), _DIAGONAL_HINT),
+        # (the tenth learner audit's b15: y y^T read as y squared elementwise; no hint before)
+        (y64 * (dy64 - (dy64 * y64 * y64).sum(d, keepdim=True)),
+         "y squared in the dot product: the result equals y * (dy - <dy, y * y>); y y^T in "
+         "J = diag(y) - y y^T is an outer product, so J^T dy = y * dy - y * <y, dy>: each "
+         "row's dot is tl.sum(dy * y, axis=1), y once"),
     ]
 
 

@@ -447,9 +447,20 @@ def _exponent_models(x64, *, merge: bool = True):
     # m_row and s_row swapped in normalize (the ninth learner audit's c15, named only as a row
     # scale): exp(x - s_row) / m_row
     models.append((HINT_STATS_SWAPPED, torch.exp(x64 - s_row) / m_row))
+    # (listed last: on rows where they tie with a model above, constant rows say, that one is
+    # named, as before; forward.extreme asks normalize on a benign input first)
+    models.append((HINT_NO_DENOMINATOR, torch.exp(t)))
+    models.append((HINT_TIMES_SUM, torch.exp(t) * s_row))
     return models
 
 
+# The tenth learner audit's a01 (named by normalize.values, then nothing or a wrong name on the
+# whole softmax): normalize without its division, and normalize multiplying by the sum.
+HINT_NO_DENOMINATOR = ("denominator missing: the output equals exp(x - m_row); multiply by "
+                       "1 / s_row (in normalize: every row's exp(x - m_row) must be divided by "
+                       "its merged sum s_row)")
+HINT_TIMES_SUM = ("multiplied by the sum instead of dividing: the output equals "
+                  "exp(x - m_row) * s_row; multiply by 1 / s_row (in normalize)")
 HINT_STATS_SWAPPED = ("m_row and s_row swapped in normalize: the output is exp(x - s_row) / m_row, "
                       "the sum subtracted as if it were the maximum and the maximum divided by; "
                       "y = exp2((x - m_row) * log2(e)) * (1 / s_row)")
@@ -691,8 +702,12 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
         # chunk with a negative maximum: the shift clamped at 0 in partial_stats gives what m_row
         # left out of the merge gives): a hint that blames partial_stats or merge_stats holds
         # only if the learner's stages, asked one at a time, find that stage wrong.
+        # (And one that blames normalize, since the tenth learner audit: a merge whose s_row is
+        # the largest chunk's share instead of the sum gives s_row = 1 on forward.extreme's rows
+        # of three equal maxima in three chunks, which is also what normalize without its
+        # division gives.)
         blamed = _stage_named(hints[0])
-        if merge and chunk is not None and blamed in ("partial_stats", "merge_stats"):
+        if merge and chunk is not None and blamed in STAGE_NAMES:
             stage = _first_wrong_stage(impl, x, chunk)
             if stage is not None and stage != blamed:
                 return None
@@ -1934,11 +1949,9 @@ def normalize_values(ctx, impl, case):
     def no_denominator(got, exp, bad):
         numerator = torch.exp(x64 - m_row.cpu().double()[:, None])
         if _close(got, numerator, case.dtype):
-            return ("denominator missing: the output equals exp(x - m_row); multiply by "
-                    "1 / s_row")
+            return HINT_NO_DENOMINATOR
         if _close(got, numerator * s_row.cpu().double()[:, None], case.dtype):
-            return ("multiplied by the sum instead of dividing: the output equals "
-                    "exp(x - m_row) * s_row; multiply by 1 / s_row")
+            return HINT_TIMES_SUM
         return None
 
     diagnose = ([no_denominator]
@@ -2101,12 +2114,57 @@ def _strided_input(ctx, shape, layout: str, dtype: str):
     raise ValueError(layout)
 
 
+HINT_Y_WITH_X_STRIDES = ("y written with x's strides in normalize: for a transposed x the output's "
+                         "memory holds the right values where x keeps them (read back with x's "
+                         "strides); y is a new contiguous tensor: store with y.stride(0), "
+                         "y.stride(1) (stride_ym, stride_yn), load with x's")
+
+
+def _y_with_x_strides_probe(ctx, impl, x, chunk: int):
+    """Diagnosis (the tenth learner audit's a09, named "stride ignored", which sends the learner
+    to the load): normalize on the same values stored transposed, with the right statistics;
+    named when its output is wrong but read back with x's strides is right, as a store with
+    stride_xm, stride_xn for y's leaves it. Asked on a transposed copy, whose strides stay
+    inside y's memory: a sliced or stepped x makes such a store leave it (an out-of-bounds
+    store under the interpreter, which no output shows)."""
+
+    def diagnose(*_):
+        n_rows, n_cols = x.shape
+        if n_rows < 2 or n_cols < 2:
+            return None
+        xt = x.detach().contiguous().t().contiguous().t()  # same values, column-major
+        x64 = xt.cpu().double()
+        m_row, s_row, right = _exact_row_stats(ctx, x64)
+        try:
+            y = impl.normalize(xt, m_row, s_row, chunk)
+            y64 = y.detach().cpu().double()
+        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
+            return None
+        if tuple(y64.shape) != (n_rows, n_cols) or not y.is_contiguous():
+            return None
+        back = y64.reshape(-1).as_strided((n_rows, n_cols), tuple(xt.stride()), 0)
+        dtype = str(x.dtype).replace("torch.", "")
+        if _close(back, right, dtype) and not _close(y64, right, dtype):
+            return HINT_Y_WITH_X_STRIDES
+        return None
+
+    return diagnose
+
+
 @register(W, "forward.strided", tier="kernel", uses=STAGES, cases=_strided_cases,
           doc="transposed, stepped, sliced and broadcast views: strides passed, not assumed")
 def forward_strided(ctx, impl, case):
     x = _strided_input(ctx, case.shape, case.layout, case.dtype)
-    y = ctx.call(impl.split_softmax, x, chunk=case.chunk, expect_shape=case.shape,
-                 expect_dtype=case.dtype, expect_contiguous=True)
+    y_strides = _y_with_x_strides_probe(ctx, impl, x, case.chunk)
+    try:
+        y = ctx.call(impl.split_softmax, x, chunk=case.chunk, expect_shape=case.shape,
+                     expect_dtype=case.dtype, expect_contiguous=True)
+    except CheckFailed as exc:
+        # a stepped or sliced x's strides reach past y's memory: the store itself faults
+        if "out-of-bounds store" in exc.message:
+            exc.hint = y_strides() or exc.hint
+        raise
+
     def stride_ignored(got, expected, bad):
         # Only on failure: are the same values right when they come contiguous?
         if case.layout == "broadcast_rows":
@@ -2122,7 +2180,8 @@ def forward_strided(ctx, impl, case):
         return None
 
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.layout} view)",
-                     diagnose=[stride_ignored] + _output_diagnoses(impl, x, case.chunk, case.dtype))
+                     diagnose=[y_strides, stride_ignored]
+                     + _output_diagnoses(impl, x, case.chunk, case.dtype))
 
 
 def _invariance_cases(device: str) -> list[Case]:
@@ -2381,6 +2440,12 @@ def _normalize_shift_probe(ctx, impl):
         # "all zeros" here, where exp(x - s_row) / m_row overflows or vanishes)
         if _close(y, torch.exp(xr - s64[:, None]) / m64[:, None], "float32", rtol=1e-5):
             return HINT_STATS_SWAPPED
+        # no division, or a multiplication by the sum (the tenth learner audit's a01: on
+        # constant rows exp(0) = 1 is also what 1 / s_row inside the exponent gives)
+        if _close(y, torch.exp(xr - m64[:, None]), "float32", rtol=1e-5):
+            return HINT_NO_DENOMINATOR
+        if _close(y, torch.exp(xr - m64[:, None]) * s64[:, None], "float32", rtol=1e-5):
+            return HINT_TIMES_SUM
         return None
 
     return diagnose

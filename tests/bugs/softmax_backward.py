@@ -267,3 +267,21 @@ BUGS += [
         replace="dx = softmax_backward(y.float(), dy, ctx.dim)", check="autograd.softmax_apply",
         hint="Softmax.backward changed y's dtype"),
 ]
+
+BUGS += [
+    # The tenth learner audit's b05 (named already; its diagnosis had no guard): the dot product
+    # subtracted outside the parentheses, y * dy - <dy, y>, in both branches.
+    Bug("dx_misplaced_parenthesis", find="dx = y * (dy - dot[:, None])", replace="dx = y * dy - dot[:, None]",
+        count=2, check="backward.values", hint="misplaced parenthesis"),
+    # b04 (named already): the per-row dot subtracted from the tile without [:, None]; a
+    # (BLOCK_M,) vector does not broadcast against (BLOCK_M, BLOCK_N) (Triton refuses it).
+    Bug("one_pass_dot_not_broadcast",
+        find="        dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)\n        # END EXERCISE\n"
+             "        tl.store(dx_rows + cols",
+        replace="        dx = y * (dy - dot)  # (BLOCK_M, BLOCK_N)\n        # END EXERCISE\n"
+                "        tl.store(dx_rows + cols",
+        check="backward.values", hint="block shapes do not broadcast"),
+    # b15 (no hint before): y y^T read as y squared elementwise, <dy, y * y> for <dy, y>.
+    Bug("dot_y_squared", find="tl.sum(dy * y, axis=1)", replace="tl.sum(dy * y * y, axis=1)",
+        count=2, check="backward.values", hint="y squared in the dot product"),
+]

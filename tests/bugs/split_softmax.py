@@ -447,3 +447,40 @@ BUGS += [
     seen_later(BUGS, "normalize_cast_float16", name="normalize_cast_float16_round_once",
                check="contract.round_once"),
 ]
+
+BUGS += [
+    # The tenth learner audit's a01 (normalize.values named it; the whole softmax said nothing,
+    # or "1 / s_row inside the exponent" on forward.extreme's constant rows): no division.
+    Bug("normalize_no_division", find="    y = tl.exp2((x - m_row) * LOG2E) * inv_s\n",
+        replace="    y = tl.exp2((x - m_row) * LOG2E)\n", check="normalize.values",
+        hint="denominator missing"),
+    # a07 (named already): the merge steps between rows of m with s's row stride, the mirror of
+    # merge_s_row_stride_from_m.
+    Bug("merge_m_row_stride_from_s", find="    m_row_start = m_ptr + row * stride_mm\n",
+        replace="    m_row_start = m_ptr + row * stride_sm\n", check="stats.merge",
+        hint="m and s strides mixed up"),
+    # a09 (named "stride ignored", which sends the learner to the load): normalize stores y
+    # with x's strides; a transposed x lays the right values out transposed in y's memory.
+    Bug("normalize_store_x_strides", find="tl.store(y_ptr + row * stride_ym + cols * stride_yn,",
+        replace="tl.store(y_ptr + row * stride_xm + cols * stride_xn,", check="forward.strided",
+        hint="y written with x's strides"),
+    # a12 (named already): pass 2 of the merge loads without a mask (pass 1's mask kept). The
+    # name comes from the interpreter's bounds check; on a GPU the lanes past the row read
+    # other memory into s_row, which no GPU zoo has yet been seen to name.
+    Bug("merge_pass2_unmasked",
+        find=("        m = tl.load(m_row_start + c * stride_mc, mask=c < n_chunks, "
+              "other=-float(\"inf\"))\n        s = tl.load(s_row_start + c * stride_sc, "
+              "mask=c < n_chunks, other=0.0)\n"),
+        replace=("        m = tl.load(m_row_start + c * stride_mc)\n"
+                 "        s = tl.load(s_row_start + c * stride_sc)\n"),
+        check="stats.merge", hint="merge_stats read outside the (M, C) buffers",
+        interpreter_only=True),
+]
+BUGS += [
+    # a01 seen by the whole softmax, which named nothing (forward.values) or a wrong mistake
+    # (forward.extreme) before.
+    seen_later(BUGS, "normalize_no_division", name="normalize_no_division_forward",
+               check="forward.values"),
+    seen_later(BUGS, "normalize_no_division", name="normalize_no_division_extreme",
+               check="forward.extreme"),
+]
