@@ -113,6 +113,7 @@ def _round_to(x32, dtype, truncate: bool):
 
 
 BIAS_BY_ROW = "bias indexed by row"
+BIAS_ROUNDED = "bias rounded to the operand dtype"
 
 
 def _mistakes(a, b, bias, relu, exact_acc64, truncate):
@@ -143,15 +144,26 @@ def _mistakes(a, b, bias, relu, exact_acc64, truncate):
                     f"added in {str(dtype).replace('torch.', '')}; add the float32 bias to the "
                     "float32 accumulator",
                     finish((acc.to(dtype) + b32.to(dtype)).float())))
+        # The tenth learner audit: the bias alone rounded (acc + bias.to(OUT_DTYPE)), added to
+        # the float32 accumulator (the sum promotes to float32). The bias loses its low bits
+        # exactly where the accumulator cancels it (contract.early_rounding).
+        out.append((f"{BIAS_ROUNDED}: the output matches acc + round(bias), the float32 "
+                    f"accumulator plus the bias rounded to {str(dtype).replace('torch.', '')} "
+                    "(bias.to(OUT_DTYPE)); the bias is float32 already: add it as it is, "
+                    "acc + bias, and round once at the store", finish(acc + rnd(b32))))
         relu_first = acc.clamp_min(0.0) + b32
         # With acc >= 0 everywhere (K = 0, or a product the bias cancels) relu(acc) + bias is
         # acc + bias: the ReLU applied before the bias and the ReLU left out give the same
         # output, and the ReLU's replay below names both.
         if not bool((acc >= 0).all()):
-            out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add "
-                         "the bias first, then take max(., 0)", finish(relu_first)))
-            out.append(("ReLU applied before the bias: the output matches relu(acc) + bias; add "
-                         "the bias first, then take max(., 0)", rnd(relu_first).double()))
+            # A ReLU inside the K loop gives this too where K fits one step (_relu_every_k_step
+            # replays the loop where it takes several).
+            text = ("ReLU applied before the bias: the output matches relu(acc) + bias; add "
+                    "the bias first, then take max(., 0)" + (
+                        " (a ReLU inside the K loop does this too when K fits one K step)"
+                        if a.shape[1] <= _BLOCK_KS[-1] else ""))
+            out.append((text, finish(relu_first)))
+            out.append((text, rnd(relu_first).double()))
         m = acc.shape[0]
         by_row = torch.zeros(m)
         k = min(m, b32.shape[0])
@@ -269,6 +281,37 @@ def _acc_added_twice(a, b, bias, relu):
             exact, _, magnitude = _reference(a64 * weight, b, bias, relu)
             out.append((bk, steps, exact.to(a.dtype).double(), magnitude))
     return out
+
+
+def _relu_every_k_step(a, b, bias, relu):
+    """What a kernel outputs that takes the ReLU inside the K loop, after each step's tl.dot
+    (the tenth learner audit), then runs the contract's epilogue: acc = max(acc + A_s B_s, 0)
+    step by step, so a partial sum's negative part is dropped before the later steps add to
+    it. In float64: max(., 0) moves no two values further apart, so the float32 kernel stays
+    within the contract's tolerance of it. One (block_k, steps, rounded, magnitude) per
+    block_k that splits K into several steps (with one step it is relu(acc) + bias, the ReLU
+    before the bias; as in _last_k_step, the launch's block_k is not known here)."""
+    import torch
+
+    k = a.shape[1]
+    a64, b64 = a.detach().cpu().double(), b.detach().cpu().double()
+    _, _, magnitude = _reference(a, b, bias, relu)
+    out = []
+    for bk in _BLOCK_KS:
+        if bk >= k:
+            continue
+        acc = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float64)
+        for k0 in range(0, k, bk):
+            acc = (acc + a64[:, k0:k0 + bk] @ b64[k0:k0 + bk, :]).clamp_min(0.0)
+        if bias is not None:
+            acc = acc + bias.detach().cpu().double()
+        if relu:
+            acc = acc.clamp_min(0.0)
+        out.append((bk, -(-k // bk), acc.to(a.dtype).double(), magnitude))
+    return out
+
+
+RELU_IN_K_LOOP = "ReLU applied inside the K loop"
 
 
 def _spans(keep) -> str:
@@ -589,13 +632,16 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
             hint, best_share = text, share
 
     by_row = None  # the bias-by-row replay: each tile stored transposed may equal it
+    full = []  # the hints of the replays that explain every output: see below the diagnoses
     for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
         # Equal values agree even where they are infinite (inf - inf is NaN): float16's
         # overflow replayed is inf.
-        prefer((((got64 - candidate).abs() <= tol) | (got64 == candidate)).double().mean().item(),
-               text)
+        share = (((got64 - candidate).abs() <= tol) | (got64 == candidate)).double().mean().item()
+        prefer(share, text)
         if text.startswith(BIAS_BY_ROW):
             by_row = candidate
+        if share == 1.0:
+            full.append(text)
     # The same for mistakes whose output has its own magnitude (so its own tolerance): the
     # accumulator overwritten or added twice at each K step, the K tail loaded as ones, and bfloat16
     # multiplied as raw bits under the interpreter (the DOT_IN_FP32 upcast left out).
@@ -606,6 +652,12 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
                f"alone (K positions {start}..{k - 1} of K = {k}, block_k = {shown}); "
                "acc = tl.dot(a, b, acc) adds each K block's product to the running sum, "
                "acc = tl.dot(a, b) keeps only the last block")
+    for bk, steps, candidate, cand_magnitude in _relu_every_k_step(a, b, bias, relu):
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               f"{RELU_IN_K_LOOP}: the output matches max(acc, 0) taken after each of the "
+               f"{steps} K steps' products (block_k = {bk}), so a partial sum's negative part "
+               "is dropped before the later steps add to it; the ReLU belongs to the epilogue: "
+               "once, after the whole K loop and the bias (when APPLY_RELU)")
     for bk, steps, candidate, cand_magnitude in _acc_added_twice(a, b, bias, relu):
         prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
                f"accumulator added twice: the output matches each K step doubling the running "
@@ -634,6 +686,20 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         if step_keep is not None and bool(step_keep[:-1].all()) and not bool(step_keep[-1]):
             hint += "; or, the same output here, " + text
         prefer(_share_within(got64, last_dropped[0], last_dropped[1], k - 1, a.dtype), text)
+    # The tenth learner audit: the K mask bounded by N (or M), offs_k < N - k0: lane j of the
+    # step at k0 holds position k0 + j, kept while it is below N, so where N < K the output is
+    # the sum over positions 0..N-1 (where N > K the last step reads past K: under the
+    # interpreter its bounds check stops the load, "tail not masked").
+    bounds: dict[int, str] = {}
+    for name_, size in (("N", b.shape[1]), ("M", a.shape[0])):
+        bounds[size] = f"{bounds[size]} or {name_}" if size in bounds else name_
+    for size, bound in sorted(bounds.items()):
+        if 0 < size < k:
+            _, candidate, cand_magnitude = _reference(a[:, :size], b[:size, :], bias, relu)
+            prefer(_share_within(got64, candidate, cand_magnitude, size, a.dtype),
+                   f"K mask bounded by {bound}: the output matches the sum over K positions "
+                   f"0..{size - 1} only ({bound} = {size}, K = {k}), what offs_k < {bound} - k0 "
+                   "keeps; the K tail's bound is K: offs_k < K - k0")
     for start, kk, bks, candidate, cand_magnitude in _k_tail_ones(a, b, bias, relu):
         shown = " or ".join(str(bk) for bk in bks)
         staged = f", staged to {start}" if start > k else ""
@@ -691,6 +757,13 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
             hint = diagnose(got64, rounded, bad) or ""
             if hint:
                 break
+    # The bias rounded to the operand dtype moves each output by at most half a unit of the
+    # bias's last place: on ordinary inputs most outputs stay within tolerance, so the rule
+    # above (clearly more than the right answer explains) cannot hear it. Where nothing else
+    # spoke and its replay alone explains every output, wrong ones included, it is named (not
+    # where another replay does too: the accumulator rounded first can look the same).
+    if not hint and len(full) == 1 and full[0].startswith(BIAS_ROUNDED):
+        hint = full[0]
     if not hint and never_written is not None:
         hint = never_written_hint(never_written)
     raise CheckFailed("\n".join(lines), hint=hint, max_error=ctx_max, tolerance=ctx_tol)
@@ -791,7 +864,11 @@ def _run(ctx, impl, a, b, bias, relu, **knobs):
         hint = (_mask_bound_hint(unwritten)
                 or _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
                 or _group_size_max_hint(ctx, impl, launched[:1], unwritten)
-                or _unreached_tiles(launched[:1], unwritten))
+                # a slip of _tile_coords that one band does not mend (group_size_m = GROUP_M:
+                # _order_hint's call with a single band fails too), named by its exact order
+                or _coords_mistake_hint(ctx, impl)
+                or _unreached_tiles(launched[:1], unwritten)
+                or _tile_id_ignored_hint(ctx, impl))
         if hint:
             shown = ", ".join(f"{name}={value!r}" for name, value in knobs.items())
             raise CheckFailed(f"gemm_bias_relu({shown}): {never_written_line(unwritten)}",
@@ -919,6 +996,23 @@ BAND_START_UNSCALED = ("bands start GROUP_M tile rows apart: first_pid_m = group
                        "(group_id counts bands, first_pid_m is a tile row)")
 
 
+def _band_start_unscaled_order(tm: int, tn: int, group_m: int):
+    """The order first_pid_m = group_id gives: (pid_m, pid_n) per tile id, as _grouped_replay."""
+    return _grouped_replay(tm, tn, group_m, group_m * tn, group_m * tn, 1)
+
+
+def _coords_contradict(ctx, impl, replay) -> bool:
+    """Whether the module's _tile_coords, asked on every grid of order.grouped, gives an order
+    other than `replay(tm, tn, group_m)` on one of them (False when it cannot be asked)."""
+    for case in _order_cases(ctx.device):
+        order = _tile_coords_order(ctx, impl, *case.grid)
+        if order is None:
+            return False
+        if order != replay(*case.grid):
+            return True
+    return False
+
+
 def _group_size_max(tm: int, tn: int, group_m: int):
     """The order group_size_m = max(num_pid_m - first_pid_m, GROUP_M) gives (tl.maximum for
     tl.minimum): every band but the last as tall as all the tile rows left, the last one
@@ -953,16 +1047,37 @@ PID_N_FROM_TILE_ID = ("pid_n from tile_id, not local: pid_n = tile_id // group_s
                       "group_size_m (local = tile_id % num_pid_in_group)")
 
 
+# The tenth learner audit: the last band's height not clamped to the tile rows left below the
+# band's first row. group_size_m = GROUP_M, tl.minimum(num_pid_m, GROUP_M) and
+# tl.minimum(num_pid_m - group_id, GROUP_M) give every band GROUP_M rows wherever there are two
+# bands or more (num_pid_m - group_id >= GROUP_M there), so one hint names them all; the first
+# differs from the other two only with one band taller than the grid. Their hint was the band
+# start's (first_pid_m = group_id * GROUP_M), whose replay misses the same tiles.
+_LAST_BAND = ("the last band taken GROUP_M tile rows tall where fewer remain: group_size_m is "
+              "the rows left below the band's first row, tl.minimum(num_pid_m - first_pid_m, "
+              "GROUP_M); ")
+GROUP_SIZE_UNCLAMPED = (_LAST_BAND + "_tile_coords gives the order of group_size_m = GROUP_M "
+                        "(on a grid of two bands or more, tl.minimum(num_pid_m, GROUP_M) and "
+                        "tl.minimum(num_pid_m - group_id, GROUP_M) give it too)")
+GROUP_SIZE_WITHOUT_FIRST = (_LAST_BAND + "_tile_coords gives the order of group_size_m = "
+                            "tl.minimum(num_pid_m, GROUP_M) or tl.minimum(num_pid_m - group_id, "
+                            "GROUP_M) (the same order)")
+
+
 def _coords_mistakes(tm: int, tn: int, group_m: int):
     """(hint, order) of the _tile_coords mistakes above on a tm x tn grid: (pid_m, pid_n) per
     tile id, as _grouped_replay."""
-    out = {PID_M_WITHOUT_FIRST: [], PID_N_FROM_TILE_ID: []}
+    out = {PID_M_WITHOUT_FIRST: [], PID_N_FROM_TILE_ID: [], GROUP_SIZE_UNCLAMPED: [],
+           GROUP_SIZE_WITHOUT_FIRST: []}
     for t in range(tm * tn):
         first = t // (group_m * tn) * group_m
         size = min(tm - first, group_m)
         local = t % (group_m * tn)
         out[PID_M_WITHOUT_FIRST].append((local % size, local // size))
         out[PID_N_FROM_TILE_ID].append((first + local % size, t // size))
+        out[GROUP_SIZE_UNCLAMPED].append((first + local % group_m, local // group_m))
+        tall = min(tm, group_m)
+        out[GROUP_SIZE_WITHOUT_FIRST].append((first + local % tall, local // tall))
     return list(out.items())
 
 
@@ -1108,6 +1223,13 @@ def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
     start_fits = left is not None and not explained and explains(missed_s, outside_s)
     missed_m, outside_m = _missed_and_outside(_band_of_num_pid_m(tm, tn, group_m), tm, tn)
     band_fits = tm != tn and explains(missed_m, outside_m) and not explained
+    # Other slips miss the same tiles on some launches (the last band taken GROUP_M rows tall
+    # misses what first_pid_m = group_id misses on a 4 x 3 grid with GROUP_M = 3): where the
+    # module's _tile_coords can be asked and its order is not the replay's, it is not that slip.
+    if start_fits and _coords_contradict(ctx, impl, _band_start_unscaled_order):
+        start_fits = False
+    if band_fits and _coords_contradict(ctx, impl, _band_of_num_pid_m):
+        band_fits = False
     if start_fits and band_fits:
         which = _which_band_mistake(ctx, impl, a, b, bias, relu, knobs, (tm, tn, bm, bn))
         start_fits, band_fits = which in ("start", ""), which in ("band", "")
@@ -2108,6 +2230,79 @@ def _order_probe(coords):
     return kernel
 
 
+# The tenth learner audit: _tile_coords reading tl.program_id(0) where tile_id belongs (the
+# pid of Triton's tutorial, where it is the tile id). The probe above runs one program per
+# tile id, where the two are equal, and the pointer kernel does the same; only the persistent
+# kernel, one program looping over several tiles, tells them apart, and under the interpreter
+# its tiles all lie in one band (group_id = 0 either way): the mistake passed every check.
+# This probe asks _tile_coords for every tile id from one program, as the persistent kernel
+# does.
+_ORDER_LOOP_PROBE_SOURCE = """def _tile_order_loop_probe(out_ptr, num_pid_m, num_pid_n,
+                           GROUP_M: tl.constexpr):
+    for tile_id in range(0, num_pid_m * num_pid_n):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        tl.store(out_ptr + 2 * tile_id, pid_m)
+        tl.store(out_ptr + 2 * tile_id + 1, pid_n)
+"""
+_order_loop_probes: dict = {}  # id(the module's _tile_coords) -> (it, the loop probe kernel)
+
+TILE_ID_IGNORED = "_tile_coords reads the program id, not its tile_id argument"
+
+
+def _order_loop_probe(coords):
+    """The one-program kernel of _ORDER_LOOP_PROBE_SOURCE for the given _tile_coords (made as
+    _order_probe makes its kernel)."""
+    import linecache
+
+    import triton
+    import triton.language as tl
+
+    if id(coords) in _order_loop_probes:
+        return _order_loop_probes[id(coords)][1]
+    filename = f"<checks.fused_gemm tile-order loop probe {len(_order_loop_probes)}>"
+    lines = _ORDER_LOOP_PROBE_SOURCE.splitlines(True)
+    linecache.cache[filename] = (len(_ORDER_LOOP_PROBE_SOURCE), None, lines, filename)
+    namespace = {"tl": tl, "_tile_coords": coords}
+    exec(compile(_ORDER_LOOP_PROBE_SOURCE, filename, "exec"), namespace)  # noqa: S102 - ours
+    kernel = triton.jit(namespace["_tile_order_loop_probe"])
+    _order_loop_probes[id(coords)] = (coords, kernel)
+    return kernel
+
+
+def _tile_id_ignored_hint(ctx, impl) -> str:
+    """Diagnosis: does the learner's _tile_coords depend on the program that calls it, not only
+    on tile_id? Asked on order.grouped's first grid (5 x 3 tiles, GROUP_M = 2: three bands) from
+    one program per tile id (_order_probe) and from one program looping over every tile id
+    (_order_loop_probe): a function of tile_id alone gives the same pairs both ways. ""
+    otherwise, or when either cannot be asked."""
+    from checks.context import call_learner
+
+    coords = getattr(impl, "_tile_coords", None)
+    if coords is None or not callable(coords):
+        return ""
+    tm, tn, group_m = _order_cases(ctx.device)[0].grid
+    tiles = tm * tn
+    try:
+        kernel = _order_loop_probe(coords)
+        out = ctx.torch.full((2 * tiles,), -1, dtype=ctx.torch.int32, device=ctx.torch_device)
+        call_learner(lambda: kernel[(1,)](out, tm, tn, GROUP_M=group_m))
+    except Exception:  # noqa: BLE001 - any failure: the helper cannot be asked
+        return ""
+    looped = [tuple(p) for p in out.cpu().view(tiles, 2).tolist()]
+    per_program = _tile_coords_order(ctx, impl, tm, tn, group_m)
+    if per_program is None or looped == per_program:
+        return ""
+    differ = [t for t in range(tiles) if looped[t] != per_program[t]]
+    shown = ", ".join(f"{t}: {per_program[t]} vs {looped[t]}" for t in differ[:4])
+    return (f"{TILE_ID_IGNORED}: on a {tm} x {tn} tile grid (GROUP_M = {group_m}) one program per "
+            f"tile id and one program looping over every tile id, as the persistent kernel "
+            f"does (a program per SM, several tiles each), get different (pid_m, pid_n) for "
+            f"{len(differ)} of the {tiles} tile ids [tile id: per program vs looped: {shown}"
+            f"{' ...' if len(differ) > 4 else ''}]; the tutorial's pid = tl.program_id(0) is "
+            "the tile id only when every program owns one tile: compute group_id, local, pid_m "
+            "and pid_n from tile_id alone")
+
+
 def _grouped_band(t: int, tm: int, tn: int, group_m: int):
     """(first tile row, rows, tile column) that tile id t has in the grouped order: the band's
     rows first .. first + rows - 1 (the last band may be shorter) and the column local // rows."""
@@ -2183,7 +2378,12 @@ def order_grouped(ctx, impl, case):
         if pn != col or not first <= pm < first + rows:
             wrong.append((t, (pm, pn), first, rows, col))
     if not wrong:
-        return  # grouped (any order of the rows inside a band's column will do)
+        # grouped (any order of the rows inside a band's column will do), asked from one
+        # program per tile: is it the same asked from one program for every tile?
+        hint = _tile_id_ignored_hint(ctx, impl)
+        if hint:
+            ctx.fail(message, hint=hint)
+        return
     if got == [(t // tn, t % tn) for t in range(tiles)]:
         hint = ("grouped order skipped: _tile_coords returns row-major order (pid_m = tile_id // "
                 f"num_pid_n, pid_n = tile_id % num_pid_n) whatever GROUP_M is (here {group_m}; ids "

@@ -439,3 +439,61 @@ BUGS += [
     # The same probe names the unmasked store where its first tiles could not tell it.
     seen_later(BUGS, "store_unmasked", name="store_unmasked_zero_k", check="forward.zero_k"),
 ]
+
+BUGS += [
+    # The tenth learner audit's 01: the bias rounded to the operand dtype and added to the
+    # float32 accumulator (acc + bias.to(OUT_DTYPE)); it failed with no hint (the replay of the
+    # bias added in the operand dtype rounds acc too).
+    Bug("bias_rounded_to_operand_dtype", find="        acc = acc + bias\n",
+        replace="        acc = acc + bias.to(OUT_DTYPE)\n", check="contract.early_rounding",
+        hint="bias rounded to the operand dtype"),
+    # Its 02: the ReLU taken inside the K loop too, after each step's product (no hint, or "ReLU
+    # applied before the bias").
+    Bug("relu_in_k_loop", find="        acc = tl.dot(a, b, acc)  # float32 accumulation\n",
+        replace="        acc = tl.dot(a, b, acc)  # float32 accumulation\n"
+                "        if APPLY_RELU:\n            acc = tl.maximum(acc, 0.0)\n",
+        check="forward.ragged", hint="ReLU applied inside the K loop"),
+    # Its 06: _tile_coords computing the band from tl.program_id(0), the tutorial's pid, instead
+    # of its tile_id: right wherever one program owns one tile; it passed every check (the
+    # persistent kernel, whose programs loop over tiles, runs one band under the interpreter).
+    Bug("tile_coords_program_id", find="    group_id = tile_id // num_pid_in_group\n",
+        replace="    group_id = tl.program_id(0) // num_pid_in_group\n", check="order.grouped",
+        hint="_tile_coords reads the program id, not its tile_id argument"),
+    # The same with every use of tile_id (pid = tl.program_id(0) as in the tutorial): the
+    # persistent kernel's hint was "output never written".
+    Bug("tile_coords_program_id_all", find="    group_id = tile_id // num_pid_in_group\n",
+        replace="    tile_id = tl.program_id(0)\n    group_id = tile_id // num_pid_in_group\n",
+        check="persistent.tma", hint="_tile_coords reads the program id, not its tile_id argument"),
+    # Its 10 and 11: the last band's height without first_pid_m (its hint named first_pid_m =
+    # group_id * GROUP_M, whose replay misses the same tiles).
+    Bug("group_size_without_first",
+        find="    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)",
+        replace="    group_size_m = tl.minimum(num_pid_m, GROUP_M)", check="knobs.group_m",
+        hint="the last band taken GROUP_M tile rows tall where fewer remain"),
+    Bug("group_size_from_group_id",
+        find="    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)",
+        replace="    group_size_m = tl.minimum(num_pid_m - group_id, GROUP_M)", check="order.grouped",
+        hint="the last band taken GROUP_M tile rows tall where fewer remain"),
+    # Its 12: the DOT_IN_FP32 upcast left out (the interpreter's bfloat16 branch only).
+    Bug("dot_not_upcast",
+        find="        if DOT_IN_FP32:\n            a = a.to(tl.float32)\n            b = b.to(tl.float32)\n",
+        replace="", check="forward.ragged", hint="bfloat16 multiplied as raw bits",
+        interpreter_only=True),
+]
+# group_size_m = GROUP_M unclamped (planted above, named "grouped index arithmetic" alone): its
+# hint was the band start's too; the order probe now names the last band.
+BUGS.append(seen_later(BUGS, "group_size_not_clamped", name="group_size_not_clamped_named",
+                       check="knobs.group_m",
+                       hint="the last band taken GROUP_M tile rows tall where fewer remain"))
+BUGS += [
+    # The tenth learner audit's 16: the K mask bounded by N (offs_k < N - k0): where N < K the
+    # positions N..K-1 are never added (no hint); where N > K the bounds check stops the read
+    # past K ("tail not masked").
+    Bug("k_mask_bounded_by_n", find="k_mask = offs_k < K - k0  #",
+        replace="k_mask = offs_k < N - k0  #", check="forward.ragged", hint="K mask bounded by N"),
+    # Its 14: the store mask on the columns only, named already from the lanes the interpreter's
+    # bounds check counts (a GPU's tail guard counts none).
+    Bug("store_mask_cols_only", find="    c_mask = (rows < M) & (cols < N)",
+        replace="    c_mask = cols < N", check="forward.ragged",
+        hint="store mask on the columns only", interpreter_only=True),
+]
