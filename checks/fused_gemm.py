@@ -9,10 +9,11 @@ When a comparison fails, the output is also compared with what the classic mista
 produce (the accumulator rounded before the epilogue, the bias added in the operand dtype, the
 ReLU applied before the bias or written as a minimum, the bias indexed by row, the output rounded
 through float16, the accumulator overwritten or added twice at each K step, the K tail read past
-K or loaded as ones, the K mask one short, bfloat16 multiplied as raw bits under the
-interpreter, operands or the bias read as if contiguous, the output rounded through bfloat16, and
-where square tiles let them compile, tl.dot's operands swapped, B's tile transposed in it, or each
-tile stored transposed, which at K = 0 may equal the bias indexed by row: the hint names both),
+K or loaded as ones, the K mask one short or cut to K % BLOCK_K in every step, bfloat16
+multiplied as raw bits under the interpreter, operands or the bias read as if contiguous, the
+output rounded through bfloat16, and where square tiles let them compile, tl.dot's operands
+swapped, B's tile transposed in it, or each tile stored transposed, which at K = 0 may equal the
+bias indexed by row: the hint names both),
 computed exactly the same way; a match names the mistake in the hint. Whole output tiles wrong
 while others are right name the grouped tile-order arithmetic, and so does a call that fails or
 leaves elements unwritten with one group_m but not with a single band (see _order_hint), or that
@@ -367,6 +368,28 @@ def _k_last_dropped(a, b, bias, relu):
 K_LAST_DROPPED = "K mask one short"
 
 
+def _k_mask_mod(a, b, bias, relu):
+    """What a kernel outputs whose K mask is offs_k < K % BLOCK_K (the tenth learner audit: the
+    tail's length taken as the mask of every step): lane j of each step counts only while j < K
+    % BLOCK_K, so every step keeps its first K % BLOCK_K positions. The contract over A with
+    the other columns zeroed (exact in float64). One (block_k, kept columns, rounded,
+    magnitude) per block_k that splits K into several steps and keeps some column but not all
+    (K % BLOCK_K = 0 keeps none: relu(bias), the output of many mistakes, is not named)."""
+    import torch
+
+    k = a.shape[1]
+    col = torch.arange(k)
+    a64 = a.detach().cpu().double()
+    out = []
+    for bk in _BLOCK_KS:
+        keep = col % bk < k % bk
+        if bk >= k or not bool(keep.any()):
+            continue
+        _, rounded, magnitude = _reference(a64 * keep.double(), b, bias, relu)
+        out.append((bk, keep, rounded, magnitude))
+    return out
+
+
 def _k_tail_ones(a, b, bias, relu):
     """What a kernel outputs that loads the K tail's masked lanes as 1 (other=1.0) instead of 0:
     the contract over A and B padded with ones up to whole K steps. One (launched K, padded K,
@@ -700,6 +723,12 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
                    f"K mask bounded by {bound}: the output matches the sum over K positions "
                    f"0..{size - 1} only ({bound} = {size}, K = {k}), what offs_k < {bound} - k0 "
                    "keeps; the K tail's bound is K: offs_k < K - k0")
+    for bk, keep, candidate, cand_magnitude in _k_mask_mod(a, b, bias, relu):
+        prefer(_share_within(got64, candidate, cand_magnitude, k, a.dtype),
+               f"K mask with K % BLOCK_K: the output matches the sum over K positions "
+               f"{_spans(keep)} only (K = {k}, block_k = {bk}), what offs_k < K % BLOCK_K keeps: "
+               "it cuts every K step to the tail's length, not only the last one; the lanes that "
+               "exist are those with k0 + offs_k < K, i.e. offs_k < K - k0")
     for start, kk, bks, candidate, cand_magnitude in _k_tail_ones(a, b, bias, relu):
         shown = " or ".join(str(bk) for bk in bks)
         staged = f", staged to {start}" if start > k else ""
@@ -865,9 +894,10 @@ def _run(ctx, impl, a, b, bias, relu, **knobs):
                 or _order_hint(ctx, impl, a, b, bias, relu, knobs, launched[:1], unwritten)
                 or _group_size_max_hint(ctx, impl, launched[:1], unwritten)
                 # a slip of _tile_coords that one band does not mend (group_size_m = GROUP_M:
-                # _order_hint's call with a single band fails too), named by its exact order
+                # _order_hint's call with a single band fails too), named by its exact order;
+                # _unreached_hint asks the same where whole tiles were never reached
+                or _unreached_hint(ctx, impl, launched[:1], unwritten)
                 or _coords_mistake_hint(ctx, impl)
-                or _unreached_tiles(launched[:1], unwritten)
                 or _tile_id_ignored_hint(ctx, impl))
         if hint:
             shown = ", ".join(f"{name}={value!r}" for name, value in knobs.items())
@@ -931,6 +961,18 @@ def _unreached_tiles(launched, unwritten) -> str:
             "group_size_m tiles: pid_m = first_pid_m + local % group_size_m, pid_n = local // "
             "group_size_m (check num_pid_in_group = GROUP_M * num_pid_n, group_id, "
             "first_pid_m, group_size_m, pid_m and pid_n)")
+
+
+def _unreached_hint(ctx, impl, launched, unwritten) -> str:
+    """_unreached_tiles' diagnosis, and where it finds whole tiles unreached, the named slip
+    whose order the learner's _tile_coords gives exactly on order.grouped's grids (an exact
+    replay, so it goes first; pid_m and pid_n swapped leaves tiles unwritten even in one band,
+    where _order_hint cannot ask)."""
+    found = _unreached_tiles(launched, unwritten)
+    if not found:
+        return ""
+    named = _coords_mistake_hint(ctx, impl)
+    return f"{named} (here {found.split(': ', 1)[1].split(', though')[0]})" if named else found
 
 
 def _grouped_replay(tm: int, tn: int, group_m: int, group_div: int, band: int,
@@ -1064,11 +1106,32 @@ GROUP_SIZE_WITHOUT_FIRST = (_LAST_BAND + "_tile_coords gives the order of group_
                             "GROUP_M) (the same order)")
 
 
+# Found by the tenth learner audit: the position inside the band taken as tile_id % GROUP_M (its
+# hint, where the tiles it misses were those of group_id = tile_id // GROUP_M, named that), the
+# band's height without its minimum with GROUP_M (the generic grouped-order hint, and
+# knobs.blocks named num_pid_in_group = GROUP_M * num_pid_m), and pid_m and pid_n swapped (the
+# generic "whole output tiles never written").
+LOCAL_MOD_GROUP_M = ("local = tile_id % GROUP_M: the position inside a band runs over the band's "
+                     "GROUP_M * num_pid_n tiles, so local = tile_id % num_pid_in_group; modulo "
+                     "GROUP_M every band stays in its first tile column (or first few), and the "
+                     "others are never computed")
+GROUP_SIZE_NO_MIN = ("group_size_m = num_pid_m - first_pid_m without the minimum with GROUP_M: "
+                     "every band but the last then spans all the tile rows left, so the ids of "
+                     "a band run down columns taller than the band and the bands overlap; "
+                     "group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)")
+PID_MN_SWAPPED = ("pid_m and pid_n swapped: inside a band the ids run down a column, so the tile "
+                  "row is pid_m = first_pid_m + local % group_size_m and the tile column pid_n = "
+                  "local // group_size_m; swapped, each id lands on its tile's mirror (row and "
+                  "column exchanged), so some tiles are computed twice or fall outside the grid "
+                  "and others are never computed")
+
+
 def _coords_mistakes(tm: int, tn: int, group_m: int):
     """(hint, order) of the _tile_coords mistakes above on a tm x tn grid: (pid_m, pid_n) per
     tile id, as _grouped_replay."""
     out = {PID_M_WITHOUT_FIRST: [], PID_N_FROM_TILE_ID: [], GROUP_SIZE_UNCLAMPED: [],
-           GROUP_SIZE_WITHOUT_FIRST: []}
+           GROUP_SIZE_WITHOUT_FIRST: [], LOCAL_MOD_GROUP_M: [], PID_MN_SWAPPED: [],
+           GROUP_SIZE_NO_MIN: []}
     for t in range(tm * tn):
         first = t // (group_m * tn) * group_m
         size = min(tm - first, group_m)
@@ -1078,6 +1141,9 @@ def _coords_mistakes(tm: int, tn: int, group_m: int):
         out[GROUP_SIZE_UNCLAMPED].append((first + local % group_m, local // group_m))
         tall = min(tm, group_m)
         out[GROUP_SIZE_WITHOUT_FIRST].append((first + local % tall, local // tall))
+        out[LOCAL_MOD_GROUP_M].append((first + t % group_m % size, t % group_m // size))
+        out[PID_MN_SWAPPED].append((local // size, first + local % size))
+        out[GROUP_SIZE_NO_MIN].append((first + local % (tm - first), local // (tm - first)))
     return list(out.items())
 
 
@@ -1268,6 +1334,12 @@ def _order_hint(ctx, impl, a, b, bias, relu, knobs, launched, unwritten) -> str:
 _GENERIC_HINTS = ("tail not masked (or a wrong offset or stride", "a whole program addressed")
 
 
+# The tutorial's loads at a_ptrs + k0 * stride_ak (the tenth learner audit) read what pointers
+# advanced twice read: the loop already moves a_ptrs and b_ptrs by BLOCK_K after the exercise.
+_K0_OFFSET = {"a_ptrs and b_ptrs": "a_ptrs + k0 * stride_ak and b_ptrs + k0 * stride_bk",
+              "a_ptrs": "a_ptrs + k0 * stride_ak", "b_ptrs": "b_ptrs + k0 * stride_bk"}
+
+
 def _k_advance_probe(ctx, impl) -> str:
     """Diagnosis of a failing call (a load the bounds check stopped, or wrong values nothing
     replayed): do the pointer kernel's K steps advance 2 * BLOCK_K (the advance written inside the
@@ -1307,7 +1379,8 @@ def _k_advance_probe(ctx, impl) -> str:
                         f"positions {_spans(torch.isin(torch.arange(3 * k), doubled))} instead "
                         f"of 0..{k - 1}), so the loads run past K; the loop already advances "
                         "a_ptrs and b_ptrs by BLOCK_K after the exercise: do not advance "
-                        f"{which} inside it too")
+                        f"{which} inside it too, nor add k0 to them (with {_K0_OFFSET[which]}, "
+                        "lane j reads position 2 * k0 + j: the pointers already hold k0)")
     return ""
 
 
@@ -1823,6 +1896,23 @@ def _relu_follows_bias(ctx, impl, a, b, bias, relu):
         _, right, magnitude = _reference(a, b, flipped, relu)
         if _share_within(again, right, magnitude, a.shape[1], a.dtype) < 1.0:
             return None
+        if relu:
+            # No ReLU without a bias, and with one it follows relu: asked with a bias of zeros
+            # and relu=False, a ReLU that follows HAS_BIAS is applied (wrong), while an epilogue
+            # that returns (or skips the ReLU) when there is no bias is right (the tenth
+            # learner audit: `if not HAS_BIAS: return acc.to(OUT_DTYPE)` before the ReLU).
+            try:
+                plain = _call(ctx, impl, a, b, flipped, False, {}).detach().cpu().double()
+            except CheckFailed:
+                return None
+            _, right, magnitude = _reference(a, b, flipped, False)
+            if _share_within(plain, right, magnitude, a.shape[1], a.dtype) == 1.0:
+                return ("ReLU skipped without a bias: with relu=True and bias=None the output "
+                        "matches no ReLU, but with a bias of zeros it is right for relu=True "
+                        "and for relu=False: the epilogue leaves out the ReLU when HAS_BIAS is "
+                        "off (an early return, or the ReLU inside `if HAS_BIAS:`); add the bias "
+                        "under `if HAS_BIAS:`, then apply the ReLU under `if APPLY_RELU:` "
+                        "whatever the bias, then round once")
         return (f"ReLU follows HAS_BIAS, not APPLY_RELU: with relu={relu} and "
                 f"bias={'None' if bias is None else 'a tensor'} the output matches "
                 f"{'no ReLU' if relu else 'a ReLU'}, but the same call with "
@@ -2360,8 +2450,16 @@ def order_grouped(ctx, impl, case):
                  "gives exactly the order this mistake gives")
     for text, order in _coords_mistakes(tm, tn, group_m):
         if got == order != right:
+            # In one band (first_pid_m = 0) pid_m and pid_n swapped and the band's // and %
+            # swapped give the same order: name both there.
+            divmod_swapped = [(first + local // size, local % size) for first, size, local in (
+                (t // (group_m * tn) * group_m, min(tm - t // (group_m * tn) * group_m, group_m),
+                 t % (group_m * tn)) for t in range(tiles))]
+            twin = ("; or, the same order on this grid of one band, the band's // and % swapped "
+                    "(pid_m = first_pid_m + local // group_size_m, pid_n = local % group_size_m)"
+                    if text == PID_MN_SWAPPED and order == divmod_swapped else "")
             ctx.fail(message, hint=f"grouped index arithmetic: {text}; _tile_coords gives "
-                     "exactly the order this mistake gives")
+                     f"exactly the order this mistake gives{twin}")
     if set(got) != grid:
         missed = sorted(grid - set(got))[:4]
         twice = sorted({p for p in got if got.count(p) > 1})[:4]

@@ -497,3 +497,60 @@ BUGS += [
         replace="    c_mask = cols < N", check="forward.ragged",
         hint="store mask on the columns only", interpreter_only=True),
 ]
+
+BUGS += [
+    # The tenth learner audit: B's K mask broadcast along B's columns, the mirror of
+    # a_k_mask_wrong_axis (named already: the call stops at the broadcast where BLOCK_K !=
+    # BLOCK_N, and the square probe matches B's load masked by its columns).
+    Bug("b_k_mask_wrong_axis", find="b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)",
+        replace="b = tl.load(b_ptrs, mask=k_mask[None, :], other=0.0)", check="forward.ragged",
+        hint="a mask broadcast along the wrong axis"),
+    # Its mirror of dot_b_not_upcast: only B upcast under DOT_IN_FP32 (named already).
+    Bug("dot_a_not_upcast",
+        find="            a = a.to(tl.float32)\n            b = b.to(tl.float32)\n",
+        replace="            b = b.to(tl.float32)\n", check="forward.ragged",
+        hint="tl.dot's operands of different dtypes", interpreter_only=True),
+    # The tutorial's loads at a_ptrs + k0 * stride_ak on pointers the loop already advances: the
+    # same reads as the advance written twice (its hint said "do not advance inside it too",
+    # which this code does not do; the hint now names both).
+    Bug("k0_added_to_advanced_ptrs",
+        find="        a = tl.load(a_ptrs, mask=k_mask[None, :], other=0.0)  # (BLOCK_M, BLOCK_K)\n"
+             "        b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)",
+        replace="        a = tl.load(a_ptrs + k0 * stride_ak, mask=k_mask[None, :], other=0.0)  "
+                "# (BLOCK_M, BLOCK_K)\n"
+                "        b = tl.load(b_ptrs + k0 * stride_bk, mask=k_mask[:, None], other=0.0)",
+        check="forward.k_tail", hint="nor add k0 to them"),
+    # The position inside the band taken as tile_id % GROUP_M (its hint named the band index
+    # tile_id // GROUP_M, whose replay misses the same tiles on forward.zero_k's 2 x 3 grid).
+    Bug("local_mod_group_m", find="    local = tile_id % num_pid_in_group",
+        replace="    local = tile_id % GROUP_M", check="knobs.group_m",
+        hint="local = tile_id % GROUP_M"),
+    # pid_m and pid_n swapped in _tile_coords (the generic "whole output tiles never written").
+    Bug("pid_mn_swapped",
+        find="    pid_m = first_pid_m + local % group_size_m\n    pid_n = local // group_size_m\n",
+        replace="    pid_n = first_pid_m + local % group_size_m\n    pid_m = local // group_size_m\n",
+        check="forward.ragged", hint="pid_m and pid_n swapped"),
+]
+BUGS.append(seen_later(BUGS, "local_mod_group_m", name="local_mod_group_m_order",
+                       check="order.grouped"))
+BUGS.append(seen_later(BUGS, "pid_mn_swapped", name="pid_mn_swapped_order", check="order.grouped"))
+BUGS += [
+    # The tenth learner audit: the K mask taken as the tail's length, offs_k < K % BLOCK_K, in
+    # every step (it failed with no hint).
+    Bug("k_mask_mod", find="k_mask = offs_k < K - k0  #", replace="k_mask = offs_k < K % BLOCK_K  #",
+        check="forward.ragged", hint="K mask with K % BLOCK_K"),
+    # Its early return: `if not HAS_BIAS: return acc.to(OUT_DTYPE)` before the ReLU (its hint
+    # said the ReLU follows HAS_BIAS, which would apply it with a bias and relu=False too).
+    Bug("epilogue_return_without_bias", find="    if HAS_BIAS:\n        bias = tl.load(",
+        replace="    if not HAS_BIAS:\n        return acc.to(OUT_DTYPE)\n"
+                "    if HAS_BIAS:\n        bias = tl.load(",
+        check="forward.ragged", hint="ReLU skipped without a bias"),
+    # The band's height without its minimum with GROUP_M (the generic grouped-order hint;
+    # knobs.blocks named num_pid_in_group = GROUP_M * num_pid_m).
+    Bug("group_size_no_min",
+        find="    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)",
+        replace="    group_size_m = num_pid_m - first_pid_m", check="knobs.group_m",
+        hint="group_size_m = num_pid_m - first_pid_m without the minimum"),
+]
+BUGS.append(seen_later(BUGS, "group_size_no_min", name="group_size_no_min_blocks",
+                       check="knobs.blocks"))
