@@ -778,11 +778,12 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
 
 
 def _normalize_probe(impl, device):
-    """Diagnosis for the whole softmax, heard last: the learner's normalize alone, handed the
-    right statistics of a small benign input, read with normalize.values' models. An output
-    can carry no mistake's signature: with m_row and s_row swapped (the ninth learner audit's
-    c15) a row of 4097 values is all zeros, exp(x - s_row) underflowing once s_row is in the
-    hundreds, and "all zeros" would blame the store. On rows of nine values from -1 to 3 the
+    """Diagnosis for the whole softmax (heard last, but first in forward.extreme): the learner's
+    normalize alone, handed the right statistics of a small benign input, read with
+    normalize.values' models. An output can carry no mistake's signature: with m_row and
+    s_row swapped (the ninth learner audit's c15) a row of 4097 values is all zeros,
+    exp(x - s_row) underflowing once s_row is in the hundreds, and "all zeros" would blame
+    the store. On rows of nine values from -1 to 3 the
     models all differ."""
 
     def diagnose(got, expected, bad):
@@ -2409,48 +2410,6 @@ def _partial_benign_probe(ctx, impl):
     return diagnose
 
 
-def _normalize_shift_probe(ctx, impl):
-    """Diagnosis: normalize on a small input with given statistics (2 rows of 8 values in
-    [0, 1], m_row = 2 and -3, s_row = 1.5 and 2.5: no extreme value, so exp(x) alone neither
-    overflows nor underflows); an output of exp(x) / s_row (each row off by exp(m_row)) is the
-    max shift left out (HINT_NORMALIZE_NO_SHIFT). For extreme inputs, where exp(x) is inf or 0
-    and no float64 model tells the mistake apart from a missing store."""
-
-    def diagnose(got, expected, bad):
-        torch = ctx.torch
-        x64 = torch.linspace(0.0, 1.0, 16, dtype=torch.float64).reshape(2, 8)
-        m64 = torch.tensor([2.0, -3.0], dtype=torch.float64)
-        s64 = torch.tensor([1.5, 2.5], dtype=torch.float64)
-        x32 = x64.float()
-        try:
-            y = impl.normalize(x32.to(ctx.torch_device), m64.float().to(ctx.torch_device),
-                               s64.float().to(ctx.torch_device), 4)
-            y = y.detach().cpu().double()
-        except Exception:  # noqa: BLE001 - no diagnosis then; the failure itself stands
-            return None
-        xr = x32.double()
-        right = torch.exp(xr - m64[:, None]) / s64[:, None]
-        model = torch.exp(xr) / s64[:, None]
-        if _close(y, model, "float32", rtol=1e-5) and not _close(y, right, "float32", rtol=1e-5):
-            return HINT_NORMALIZE_NO_SHIFT
-        # exp2(x - m_row * log2(e)): on extreme inputs all 0 or inf, here a number
-        if _close(y, torch.exp(LN2 * xr - m64[:, None]) / s64[:, None], "float32", rtol=1e-5):
-            return _log2e_on_max_hint("normalize")
-        # the statistics swapped (the ninth learner audit's c15: "missing max subtraction" or
-        # "all zeros" here, where exp(x - s_row) / m_row overflows or vanishes)
-        if _close(y, torch.exp(xr - s64[:, None]) / m64[:, None], "float32", rtol=1e-5):
-            return HINT_STATS_SWAPPED
-        # no division, or a multiplication by the sum (the tenth learner audit's a01: on
-        # constant rows exp(0) = 1 is also what 1 / s_row inside the exponent gives)
-        if _close(y, torch.exp(xr - m64[:, None]), "float32", rtol=1e-5):
-            return HINT_NO_DENOMINATOR
-        if _close(y, torch.exp(xr - m64[:, None]) * s64[:, None], "float32", rtol=1e-5):
-            return HINT_TIMES_SUM
-        return None
-
-    return diagnose
-
-
 @register(W, "forward.extreme", tier="kernel", uses=STAGES, cases=_extreme_cases,
           doc="huge finite logits, chunks with far-apart maxima, constant rows, a -inf chunk, "
               "rows entirely below -1e31 with a ragged tail")
@@ -2539,7 +2498,9 @@ def forward_extreme(ctx, impl, case):
 
     ctx.assert_close(y, _softmax64(x), name=f"split_softmax({case.kind})", diagnose=[
         masked_chunk_state, finite_pad, pad_in_max, _shift_guard_probe(ctx, impl),
-        _normalize_shift_probe(ctx, impl),
+        # first among the models: on extreme inputs a wrong normalize's output is often inf or
+        # 0, which no float64 model tells apart from a missing store
+        _normalize_probe(impl, ctx.torch_device),
     ] + _output_diagnoses(impl, x, chunk, case.dtype, stages=False) + [
         _merge_pad_probe(ctx, impl, nan_only=True),
         _inverted_probe(ctx, impl, nan_only=True),
