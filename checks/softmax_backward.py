@@ -237,6 +237,30 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
             block_m *= 2
         return None
 
+    def dot_not_broadcast(got, exp, bad):
+        # y * (dy - dot) without [:, None]: on a (BLOCK_M, BLOCK_N) tile with other sides it
+        # does not compile ("block shapes do not broadcast"), but on a square one the
+        # (BLOCK_M,) dot broadcasts along the rows, so element (i, j) subtracts the dot of the
+        # tile's (j mod BLOCK_N)-th row (0 for rows past the last). Try each square side.
+        yd, dyd, g = (y64, dy64, got) if d == 1 else (y64.t(), dy64.t(), got.t())
+        per_row = (dyd * yd).sum(1)
+        n_rows, width = yd.shape
+        side = 2
+        while side <= 256 and width > 1:
+            strips = -(-n_rows // side)
+            padded = torch.zeros(strips * side, dtype=torch.float64)
+            padded[:n_rows] = per_row
+            rows = torch.arange(n_rows)[:, None] // side * side
+            cols = torch.arange(width)[None, :] % side
+            model = yd * (dyd - padded[rows + cols])
+            if not _close(model, exp if d == 1 else exp.t(), rtol, atol) and _close(g, model, rtol, atol):
+                return (f"<dy, y> not broadcast along its row: y * (dy - dot) without [:, None] "
+                        f"on a square {side} x {side} tile subtracts from element (i, j) the dot "
+                        f"product of the tile's (j mod {side})-th row, not row i's own; write "
+                        "dot[:, None] (other tile shapes do not even compile)")
+            side *= 2
+        return None
+
     def wrong_dim(got, exp, bad):
         if _close(got, _vjp64(y64, dy64, 1 - d), rtol, atol):
             return (f"reduction over the wrong dimension: the result is the VJP with <dy, y> "
@@ -335,7 +359,7 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     # power of two with BLOCK_N < n_cols <= 2 * BLOCK_N.
     half = 1 << max(y.shape[d] - 1, 1).bit_length() - 1
     return [dot_of_one_tile, diagonal_best_fit, missing_dot, sign_flipped, formula_slip,
-            misplaced_parenthesis, dot_over_row_block, wrong_dim, *extra,
+            misplaced_parenthesis, dot_over_row_block, dot_not_broadcast, wrong_dim, *extra,
             dot_rounded_once, _one_pass_too_wide(y, dy, d, half), dx_strides, low_precision_dot,
             dy_strides, ragged_tail]
 

@@ -285,3 +285,16 @@ BUGS += [
     Bug("dot_y_squared", find="tl.sum(dy * y, axis=1)", replace="tl.sum(dy * y * y, axis=1)",
         count=2, check="backward.values", hint="y squared in the dot product"),
 ]
+
+BUGS += [
+    # The tenth audit's b10 (its first FAIL named, three later cases without a hint): the
+    # same slip in pass 2 of the looped path. Other tile shapes do not compile, but the
+    # (40, 50) transposed case runs a square 32 x 32 tile, where the (BLOCK_M,) dot broadcasts
+    # along the rows without an error; its replay names it there.
+    Bug("two_pass_dot_not_broadcast",
+        find="            dx = y * (dy - dot[:, None])  # (BLOCK_M, BLOCK_N)",
+        replace="            dx = y * (dy - dot)  # (BLOCK_M, BLOCK_N)",
+        check="backward.values", hint="block shapes do not broadcast"),
+]
+BUGS.append(seen_later(BUGS, "two_pass_dot_not_broadcast", name="two_pass_dot_not_broadcast_square",
+                       check="backward.values", hint="not broadcast along its row"))
