@@ -768,13 +768,27 @@ def _output_diagnoses(impl, x, chunk: int | None, dtype: str, *, merge: bool = T
     # An unmasked last chunk shows in the denominator, which normalize is handed, not computes.
     if not merge:
         return [models, other_row, float16_on_the_way]
-    if stages and chunk is not None:
+    if chunk is None:
+        return [models, other_row, tail, float16_on_the_way]
+    merge_alone = _merge_benign_probe(impl, x.device, nan_only=False)
+
+    def other_row_unless_merge_wrong(got, expected, bad):
+        # "Another row's statistics" is a symptom: row 0 can be right by chance. A merge that
+        # is wrong on one row of benign states (which no row mix-up can make wrong) is the
+        # cause: the tenth learner audit's tl.max(s_acc) for tl.sum left s_row = 1 on
+        # forward.extreme's rows of two equal maxima, row 0's right value among them.
+        hint = other_row(got, expected, bad)
+        if hint is None:
+            return None
+        merged = merge_alone(got, expected, bad)
+        return merged if merged and not merged.startswith("another row's") else hint
+
+    if stages:
         # Last: no model of the output named it; the learner's partial_stats and merge_stats
         # asked on their own (the seventh learner audit's 01, 03, 04: silent here)
-        return [models, other_row, tail, float16_on_the_way, _stage_probe(impl, x, chunk),
-                _merge_benign_probe(impl, x.device, nan_only=False),
-                _normalize_probe(impl, x.device)]
-    return [models, other_row, tail, float16_on_the_way]
+        return [models, other_row_unless_merge_wrong, tail, float16_on_the_way,
+                _stage_probe(impl, x, chunk), merge_alone, _normalize_probe(impl, x.device)]
+    return [models, other_row_unless_merge_wrong, tail, float16_on_the_way]
 
 
 def _normalize_probe(impl, device):
@@ -1727,6 +1741,36 @@ def _merge_diagnoses(m64, s64):
             lanes //= 2
         return None
 
+    def lanes_reduced_by_max(got, expected, bad):
+        # The tenth learner audit's a13: tl.max(s_acc, axis=0) where the final tl.sum belongs:
+        # s_row is the largest lane's sum, not the lanes' total. While one loop step holds
+        # every chunk (BLOCK_C >= the chunks, the launcher's choice up to MERGE_BLOCK_C_MAX),
+        # each lane holds one chunk's share, and s_row is the largest share. (That is also
+        # lane_max_across_steps' model with one lane, a BLOCK_C no launcher picks: heard first.)
+        n_chunks = m64.shape[1]
+        if got.shape != expected.shape or n_chunks < 2:
+            return None
+        m_row = m64.amax(dim=1, keepdim=True)
+        terms = s64 * torch.exp(m64 - m_row)
+        # the launcher's lane count first (where a smaller one fits too, it names the truth),
+        # then the others: from 2 lanes up to the first that holds every chunk in one step
+        default = min(1 << (n_chunks - 1).bit_length(), MERGE_BLOCK_C_MAX)
+        counts = [2]
+        while counts[-1] < min(n_chunks, 2 * MERGE_BLOCK_C_MAX):
+            counts.append(2 * counts[-1])
+        for lanes in [default] + [c for c in counts if c != default]:
+            steps = -(-n_chunks // lanes)
+            padded = torch.zeros((m64.shape[0], steps * lanes), dtype=torch.float64)
+            padded[:, :n_chunks] = terms
+            model = padded.reshape(m64.shape[0], steps, lanes).sum(dim=1).amax(dim=1)
+            if _close(got, model, "float32", rtol=STAT_RTOL) and not _close(
+                    expected, model, "float32", rtol=STAT_RTOL):
+                held = ("each lane holds one chunk's rescaled share, so s_row is the largest "
+                        "share" if steps == 1 else f"s_row is the largest of the {lanes} lanes' sums")
+                return ("tl.max where the final tl.sum belongs in merge_stats: " + held
+                        + ", not the total of s_acc's lanes; reduce them with tl.sum(s_acc, axis=0)")
+        return None
+
     def lane_max_across_steps(got, expected, bad):
         # The ninth learner audit's c08: s_acc = tl.maximum(s_acc, s * exp2(...)), pass 1's
         # tl.maximum copied into pass 2: each lane keeps the largest rescaled sum of its loop
@@ -1770,7 +1814,7 @@ def _merge_diagnoses(m64, s64):
     # small, as one CI seed of the (2, 1500) case showed) and must speak first.
     return [no_rescale, inverted, sums_left_out, overwritten, log2e_outside, block_max,
             log2e_distributed, wrong_base, reduced_into_lanes, log2e_on_max, max_left_out,
-            lane_max_for_m, lane_max_across_steps, nothing_added, other_row]
+            lane_max_for_m, lanes_reduced_by_max, lane_max_across_steps, nothing_added, other_row]
 
 
 HINT_MERGE_LANE_MAXIMUM = ("tl.maximum where the sum belongs in merge_stats' pass 2: s_row equals "

@@ -484,3 +484,13 @@ BUGS += [
     seen_later(BUGS, "normalize_no_division", name="normalize_no_division_extreme",
                check="forward.extreme"),
 ]
+BUGS += [
+    # The tenth audit's a13 (named as pass 2's tl.maximum, a BLOCK_C of one lane, and as
+    # "another row's statistics" in one forward.extreme case): the lanes reduced by tl.max
+    # where the final tl.sum belongs.
+    Bug("merge_final_max_for_sum", find="    tl.store(s_row_ptr + row, tl.sum(s_acc, axis=0))",
+        replace="    tl.store(s_row_ptr + row, tl.max(s_acc, axis=0))",
+        check="stats.merge", hint="tl.max where the final tl.sum belongs"),
+]
+BUGS.append(seen_later(BUGS, "merge_final_max_for_sum", name="merge_final_max_for_sum_extreme",
+                       check="forward.extreme"))
