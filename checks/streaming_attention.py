@@ -800,7 +800,31 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         label = drops_last_key_replay(got, expected, bad)
         return None if label and causal and n_minus_one(got, expected, bad) else label
 
+    def noncausal_fails_too(got, expected, bad):
+        """First, for a causal output NaN everywhere: if the same call without the mask fails
+        too, the mistake is not in the mask, and the unmasked call's own diagnosis names it.
+        A row of NaN (N = 1) is what many mistakes give (alpha = exp2(m_new - m_i) inverted, a
+        running max taken with tl.minimum), and the causal walks' replays (the diagonal left
+        out, the diagonal stage ending at N - 1) give it too."""
+        if not causal or not bool(got.isnan().all()):
+            return None
+        unmasked = _noncausal_call(impl, case, q, k, v, scale_given)
+        if unmasked is None:
+            return None
+        out, expected_out, rtol_out, atol_out = unmasked
+        wrong = _misses(out, expected_out, rtol_out, atol_out)
+        if wrong is None or not bool(wrong.any()):
+            return None  # the unmasked call is right: the mask is the suspect, heard below
+        out64 = out.detach().to("cpu", torch.float64)
+        for diagnosis in _diagnoses(impl, case, q, k, v, causal=False, scale_used=scale_used,
+                                    scale_given=scale_given, rtol=rtol_out, atol=atol_out):
+            hint = diagnosis(out64, expected_out, wrong)
+            if hint:
+                return f"{hint} (named on the same call without causal=True, which fails too)"
+        return None
+
     hints = [
+        noncausal_fails_too,
         rounded_through(),
         replay("numerator not rescaled: acc (the running P @ V) must be multiplied by alpha = "
                "exp2(m_old - m_new) whenever the running max grows, like the denominator",
@@ -1573,21 +1597,30 @@ def _key_mask_axis(impl, case, q, k, v, scale):
             f"are the columns: keep = offs_n[None, :] < N")
 
 
-def _causal_shapes(impl, case, q, k, v, scale):
-    """A causal call refused for block shapes that do not fit: if the same call without the
-    mask runs and is right, the shapes fail only in the causal term, almost always keep built
-    keys by rows, (BLOCK_N, BLOCK_M) (it compiles, transposed, only where the two are equal)."""
+def _noncausal_call(impl, case, q, k, v, scale):
+    """The learner's attention on the same one-head inputs without the causal mask, with its
+    float64 reference and tolerance: (got, expected, rtol, atol), or None where the call
+    raises (a diagnosis only: no verdict of its own)."""
     from checks.context import call_learner
 
     try:
         got = call_learner(impl.attention, q, k, v, causal=False, scale=scale, **_knobs(case))
     except Exception:  # noqa: BLE001 - a diagnosis only: no verdict of its own
         return None
-    d = q.shape[-1]
-    scale_used = d ** -0.5 if scale is None else scale
+    scale_used = q.shape[-1] ** -0.5 if scale is None else scale
     expected = reference(q, k, v, causal=False, scale=scale_used)
     rtol, atol = tolerance(str(q.dtype).replace("torch.", ""), v, _max_logit(q, k, scale_used))
-    wrong = _misses(got, expected, rtol, atol)
+    return got, expected, rtol, atol
+
+
+def _causal_shapes(impl, case, q, k, v, scale):
+    """A causal call refused for block shapes that do not fit: if the same call without the
+    mask runs and is right, the shapes fail only in the causal term, almost always keep built
+    keys by rows, (BLOCK_N, BLOCK_M) (it compiles, transposed, only where the two are equal)."""
+    unmasked = _noncausal_call(impl, case, q, k, v, scale)
+    if unmasked is None:
+        return None
+    wrong = _misses(*unmasked)
     if wrong is None or bool(wrong.any()):
         return None
     return ("the causal mask's tile has the wrong shape: the same call without causal=True "
