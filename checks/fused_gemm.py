@@ -366,6 +366,7 @@ def _k_last_dropped(a, b, bias, relu):
 
 
 K_LAST_DROPPED = "K mask one short"
+NOTHING_SUMMED = "nothing summed over K"
 
 
 def _k_mask_mod(a, b, bias, relu):
@@ -655,6 +656,18 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
             hint, best_share = text, share
 
     by_row = None  # the bias-by-row replay: each tile stored transposed may equal it
+    # First: nothing summed over K, the output K = 0 gives (relu(bias), the bias or zeros).
+    # With K = 1 that is the K mask one short (it drops the only position), and on such small
+    # problems several replays below reproduce it by chance (relu(acc) + bias where acc < 0;
+    # tl.dot's operands swapped, zero but for one element): named first, with any such twin.
+    if k > 0:
+        _, zero_k, _ = _reference(a[:, :0], b[:0, :], bias, relu)
+        prefer((((got64 - zero_k).abs() <= tol) | (got64 == zero_k)).double().mean().item(),
+               f"{NOTHING_SUMMED}: the output is what K = 0 gives ("
+               + ("relu(bias)" if bias is not None and relu else "the bias" if bias is not None
+                  else "zeros") + f" in every row) though K = {k}: every K position was masked "
+               "off or the K loop never ran" + (" (with K = 1, a K mask one short, offs_k < K - "
+                                                "k0 - 1, drops the only position)" if k == 1 else ""))
     full = []  # the hints of the replays that explain every output: see below the diagnoses
     for text, candidate in _mistakes(a, b, bias, relu, acc, truncate):
         # Equal values agree even where they are infinite (inf - inf is NaN): float16's
@@ -665,6 +678,10 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
             by_row = candidate
         if share == 1.0:
             full.append(text)
+    if hint.startswith(NOTHING_SUMMED):
+        # (zeros where every result is tiny: what a flush of small results gives too)
+        for twin in full[:1] + [_flushed(got64, rounded, bad) or ""]:
+            hint += "; or, the same output here, " + twin if twin else ""
     # The same for mistakes whose output has its own magnitude (so its own tolerance): the
     # accumulator overwritten or added twice at each K step, the K tail loaded as ones, and bfloat16
     # multiplied as raw bits under the interpreter (the DOT_IN_FP32 upcast left out).
