@@ -121,6 +121,24 @@ def _close(got, alt, rtol, atol) -> bool:
     return bool(agrees(got, alt, 4 * rtol, 4 * atol).all())
 
 
+def _dx_strides(y, rtol, atol):
+    """Diagnosis: dx written with y's strides. dx is new and contiguous; a launcher passing
+    y's strides for dx writes each value where y keeps it: read got's memory back with y's
+    strides and see the right values. (For dim=0 the kernel writes through dx's transposed
+    view with y's: the same read names it.)"""
+
+    def diagnose(got, exp, bad):
+        if tuple(y.stride()) == (y.shape[1], 1) or not _fits(y.stride(), y.shape, got.numel()):
+            return None
+        back = got.reshape(-1).as_strided(tuple(y.shape), tuple(y.stride()), 0)
+        if _close(back, exp, rtol, atol):
+            return (f"dx written with y's strides {tuple(y.stride())}: dx is a new contiguous "
+                    f"tensor (strides {(y.shape[1], 1)}); pass dx.stride(0), dx.stride(1) for dx")
+        return None
+
+    return diagnose
+
+
 def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
     """Classic softmax-backward mistakes, each recognised by recomputing what it would give.
 
@@ -281,16 +299,7 @@ def _diagnoses(y, dy, dim, rtol, atol, *, gpu, extra=()):
             pass
         return None
 
-    def dx_strides(got, exp, bad):
-        # dx is new and contiguous; a launcher passing y's strides for dx writes each value
-        # where y keeps it: read got's memory back with y's strides and see the right values.
-        if tuple(y.stride()) == (y.shape[1], 1) or not _fits(y.stride(), y.shape, got.numel()):
-            return None
-        back = got.reshape(-1).as_strided(tuple(y.shape), tuple(y.stride()), 0)
-        if _close(back, exp, rtol, atol):
-            return (f"dx written with y's strides {tuple(y.stride())}: dx is a new contiguous "
-                    f"tensor (strides {(y.shape[1], 1)}); pass dx.stride(0), dx.stride(1) for dx")
-        return None
+    dx_strides = _dx_strides(y, rtol, atol)
 
     def dot_rounded_once(got, exp, bad):
         # The finished float32 <dy, y> cast to the 16-bit output dtype before the formula:
@@ -660,7 +669,10 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
     ctx.assert_close(out, expected, rtol=rtol, atol=atol,
                      name=name or f"softmax_backward(y, dy, dim={dim})",
                      diagnose=[*([] if knobs else
-                                 [_dim0_wrote_a_copy(impl, y, dy, dim, expected, rtol, atol),
+                                 # (dx's strides taken from y first: for dim=0 the dim=-1 call
+                                 # on transposed inputs is right too, as the dim=0 probes ask)
+                                 [_dx_strides(y, rtol, atol),
+                                  _dim0_wrote_a_copy(impl, y, dy, dim, expected, rtol, atol),
                                   _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol)]),
                                *_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda",
                                            extra=[_one_element_probe(impl, y, dy, dim, rtol,
