@@ -679,9 +679,11 @@ def _compare(ctx, got, a, b, bias, relu, *, name="gemm_bias_relu", tile=None, ex
         if share == 1.0:
             full.append(text)
     if hint.startswith(NOTHING_SUMMED):
-        # (zeros where every result is tiny: what a flush of small results gives too)
-        for twin in full[:1] + [_flushed(got64, rounded, bad) or ""]:
-            hint += "; or, the same output here, " + twin if twin else ""
+        # its twins: the first replay above that gives this output too, and (zeros where every
+        # result is tiny) what a flush of small results to zero gives
+        flushed = _flushed(got64, rounded, bad)
+        for twin in full[:1] + ([flushed] if flushed else []):
+            hint += "; or, the same output here, " + twin
     # The same for mistakes whose output has its own magnitude (so its own tolerance): the
     # accumulator overwritten or added twice at each K step, the K tail loaded as ones, and bfloat16
     # multiplied as raw bits under the interpreter (the DOT_IN_FP32 upcast left out).
