@@ -800,6 +800,15 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         label = drops_last_key_replay(got, expected, bad)
         return None if label and causal and n_minus_one(got, expected, bad) else label
 
+    max_scaled_twice = (
+        "running max scaled twice in p: p = exp2((s - m_new) * qk_scale) multiplies m_new, "
+        "already a scaled logit in log2 units, by qk_scale again; scale the score alone: "
+        "p = exp2(s * qk_scale - m_new)", {"max_scaled_twice": True})
+    alpha_scaled_twice = (
+        "alpha scaled twice: alpha = exp2((m_i - m_new) * qk_scale) multiplies a difference of "
+        "two running maxima, already scaled logits in log2 units, by qk_scale again; "
+        "alpha = exp2(m_i - m_new)", {"alpha_scaled_twice": True})
+
     def noncausal_fails_too(got, expected, bad):
         """First, for a causal output NaN everywhere: if the same call without the mask fails
         too, the mistake is not in the mask, and the unmasked call's own diagnosis names it.
@@ -869,14 +878,14 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
                max_n=_REPLAY_MAX_N, finite=True, alpha_block_max=True),
         # Before "running max scaled twice in p", which also lets the old terms weigh too
         # little and matched this mistake's output in cases where few rows are wrong.
+        # Named with its twins where the output reproduces them too: in 16-bit tolerances the
+        # running max scaled twice in p, and, with scale = 1 (qk_scale = log2(e)), alpha scaled
+        # twice, which is then exactly exp(m_i - m_new).
         replay("alpha computed with exp instead of exp2: the running maxima are in log2 units "
                "(scores times qk_scale = scale * log2(e)), so alpha = exp2(m_i - m_new), like "
                "p; exp(m_i - m_new) shrinks the old terms too much", max_n=_REPLAY_MAX_N,
-               alpha_base_e=True),
-        replay("running max scaled twice in p: p = exp2((s - m_new) * qk_scale) multiplies "
-               "m_new, already a scaled logit in log2 units, by qk_scale again; scale the "
-               "score alone: p = exp2(s * qk_scale - m_new)", max_n=_REPLAY_MAX_N,
-               finite=True, max_scaled_twice=True),
+               also=[max_scaled_twice, alpha_scaled_twice], alpha_base_e=True),
+        replay(max_scaled_twice[0], max_n=_REPLAY_MAX_N, finite=True, **max_scaled_twice[1]),
         # Strict, as the next: where alpha is 1 at the last step (the running max no longer
         # grows) each is near the other's output.
         replay("accumulator not carried across key blocks: acc = tl.dot(p, v) starts a new "
@@ -983,10 +992,7 @@ def _diagnoses(impl, case, q, k, v, *, causal, scale_used, scale_given, rtol, at
         # After the others, and strict: a replay that differs from the reference in a few
         # elements only would match (99% agreement) other mistakes' outputs that are wrong
         # there alone (alpha = 1 at every step, say, where the scale is small).
-        replay("alpha scaled twice: alpha = exp2((m_i - m_new) * qk_scale) multiplies a "
-               "difference of two running maxima, already scaled logits in log2 units, by "
-               "qk_scale again; alpha = exp2(m_i - m_new)", max_n=_REPLAY_MAX_N,
-               strict=True, alpha_scaled_twice=True),
+        replay(alpha_scaled_twice[0], max_n=_REPLAY_MAX_N, strict=True, **alpha_scaled_twice[1]),
         # Where a row block's only real row is its first (N = 1) the column sums and the
         # tile's sum give that row the same denominator: each names the other there.
         replay("denominator summed over the wrong axis: l_i += tl.sum(p, 0) adds the column "
