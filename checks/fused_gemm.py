@@ -356,8 +356,8 @@ def _k_last_dropped(a, b, bias, relu):
     """(rounded, magnitude) of what a kernel outputs whose K mask is one short, offs_k < K - k0
     - 1 (the eighth learner audit): in the last K step lane j holds position k0 + j, so the mask
     drops position K - 1 alone, whatever block_k is; earlier steps keep every lane. The
-    contract over the first K - 1 positions. None for K < 2 (nothing left: every mistake that
-    outputs relu(bias) looks the same there)."""
+    contract over the first K - 1 positions. None for K < 2: nothing is left, and _compare's
+    replay of the K = 0 output ("nothing summed over K") names that case with its twins."""
     k = a.shape[1]
     if k < 2:
         return None

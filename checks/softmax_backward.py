@@ -528,9 +528,14 @@ def _dim0_wrote_a_copy(impl, y, dy, dim, expected, rtol, atol):
 def _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol):
     """A diagnosis for dim=0: softmax_backward(y.t(), dy.t(), dim=-1) is the same problem with
     the same strides, so when it is right and the dim=0 call is not, the mistake is in how the
-    launcher sets up dim=0 (a tensor not transposed with the others), not in the kernel."""
+    launcher sets up dim=0 (a tensor not transposed with the others), not in the kernel.
+    Not where dx was written with y's strides: on transposed inputs the dim=-1 call is right
+    then too (y.t() is contiguous, as dx is), and _diagnoses' replay names that mistake."""
+    dx_strides = _dx_strides(y, rtol, atol)
 
     def diagnose(got=None, exp=None, bad=None):
+        if got is not None and dx_strides(got, exp, bad):
+            return None
         if not _dim0_probe_right(impl, y, dy, dim, expected, rtol, atol):
             return None
         return ("dim=0 set up wrong: softmax_backward(y.t(), dy.t(), dim=-1).t() is right "
@@ -669,10 +674,7 @@ def _check_vjp(ctx, impl, y, dy, dim, expected, *, rtol=None, atol=None, name=No
     ctx.assert_close(out, expected, rtol=rtol, atol=atol,
                      name=name or f"softmax_backward(y, dy, dim={dim})",
                      diagnose=[*([] if knobs else
-                                 # (dx's strides taken from y first: for dim=0 the dim=-1 call
-                                 # on transposed inputs is right too, as the dim=0 probes ask)
-                                 [_dx_strides(y, rtol, atol),
-                                  _dim0_wrote_a_copy(impl, y, dy, dim, expected, rtol, atol),
+                                 [_dim0_wrote_a_copy(impl, y, dy, dim, expected, rtol, atol),
                                   _dim0_setup_wrong(impl, y, dy, dim, expected, rtol, atol)]),
                                *_diagnoses(y, dy, dim, rtol, atol, gpu=ctx.device == "cuda",
                                            extra=[_one_element_probe(impl, y, dy, dim, rtol,
