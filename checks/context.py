@@ -168,6 +168,10 @@ class CheckContext:
         label = name or getattr(fn, "__name__", "function")
         inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
         before = [t.detach().clone() for t in inputs]
+        # The whole memory each input lives in, too: a store with a wrong stride or offset can
+        # land between a view's elements (the cells a slice or a step skips) and leave every
+        # element of the view itself unchanged.
+        storages_before = [(i, _storage_bytes(t).clone()) for i, t in _distinct_storages(inputs)]
         with self._tail_guard(expect_shape, expect_dtype) as guard, fresh_memory_filled():
             out = call_learner(fn, *args, label=label, **kwargs)
         if self.device == "cuda":
@@ -185,6 +189,15 @@ class CheckContext:
             if not _bitwise_equal(t, saved):
                 raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",
                                   hint="inputs must never be written: allocate a fresh output")
+        for i, saved in storages_before:
+            if not torch.equal(_storage_bytes(inputs[i]), saved):
+                t = inputs[i]
+                raise CheckFailed(
+                    f"{label} wrote into the memory of its input #{i} (shape {tuple(t.shape)}, "
+                    f"strides {t.stride()}) outside the input's own elements",
+                    hint="a store landed in an input's memory, between or around the elements of "
+                         "the view: check which pointer each tl.store uses and the offsets and "
+                         "strides that address it; inputs must never be written")
         if not isinstance(out, torch.Tensor):
             raise CheckFailed(f"{label} returned {type(out).__name__}, expected a torch.Tensor",
                               hint="return the output tensor from the launcher")
@@ -518,6 +531,25 @@ def _compilation_hint(exc: BaseException) -> str:
                 "upcast, which hides this.)")
     return _shape_hint(reasons) or ("Triton could not compile the kernel: the message shows "
                                     "the line and the reason")
+
+
+def _distinct_storages(tensors) -> list:
+    """(index, tensor) for the first input of each distinct memory block (q, k and v cut from
+    one buffer share it: one snapshot covers all three)."""
+    seen, out = set(), []
+    for i, t in enumerate(tensors):
+        key = (t.device, t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+        if key not in seen:
+            seen.add(key)
+            out.append((i, t))
+    return out
+
+
+def _storage_bytes(t):
+    """Every byte of the memory block `t` views (its storage), as a 1-D uint8 tensor."""
+    import torch
+
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 
 
 def _bitwise_equal(a, b) -> bool:

@@ -84,6 +84,34 @@ def test_an_empty_input_returned_as_the_output_fails():
     assert ctx.call(lambda t: torch.empty_like(t), x).shape == (0, 5)
 
 
+def test_a_store_between_a_views_elements_fails_as_a_write_into_the_input():
+    """A slice's elements are unchanged, but the cells it skips (same storage) were written."""
+    ctx = _context()
+    base = torch.randn((6, 8))
+    x = base[:, 1:-1]
+
+    def writes_the_gap(t):
+        out = t * 2
+        # the learner's kernel, storing one column left of the slice (an offset off by one):
+        torch.as_strided(t, (t.shape[0],), (t.stride(0),), t.storage_offset() - 1).fill_(0.0)
+        return out
+
+    with pytest.raises(CheckFailed, match="outside the input's own elements") as failed:
+        ctx.call(writes_the_gap, x, expect_shape=(6, 6), expect_dtype="float32")
+    assert "inputs must never be written" in failed.value.hint
+    # A fresh copy of the same slice, read only, passes: the snapshot sees nothing else.
+    assert ctx.call(lambda t: t * 2, base.clone()[:, 1:-1], expect_shape=(6, 6),
+                    expect_dtype="float32").shape == (6, 6)
+
+
+def test_inputs_sharing_one_buffer_are_snapshotted_once():
+    from checks.context import _distinct_storages
+
+    qkv = torch.randn((3, 4, 8))
+    q, k, v = qkv.unbind(0)
+    assert [i for i, _ in _distinct_storages([q, k, v, torch.randn(2)])] == [0, 3]
+
+
 # -- elements never written ------------------------------------------------------------------
 # ctx.call fills fresh float memory with a NaN of its own bit pattern, so an element no kernel
 # wrote fails on every run (never right by the luck of the allocator) and is named as such.
