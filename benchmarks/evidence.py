@@ -78,6 +78,7 @@ def bugzoo(workshops: list[str], device: str, out: str | None = None) -> dict:
     wanted = {n for n in os.environ.get("BUGZOO_BUGS", "").split(",") if n}
     shard = _shard(os.environ.get("BUGZOO_SHARD", ""))
     rows, sources = [], []
+    sources += provenance.SHARED_CHECK_SOURCES
     for workshop in workshops:
         if not planted(workshop):
             continue
@@ -322,6 +323,7 @@ def badcalls(workshops: list[str], device: str) -> dict:
     files = [p for w in workshops for p in loader.source_files(w, implementation) if p.is_file()]
     files += [REPO_ROOT / "checks" / f"{w}.py" for w in workshops
               if (REPO_ROOT / "checks" / f"{w}.py").is_file()]
+    files += provenance.SHARED_CHECK_SOURCES
     header = provenance.header(device, "references", list(dict.fromkeys(files)))
     header = fix_git_commit(header)
     header.update(kind="badcalls", seed=SEED)

@@ -16,6 +16,13 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The machinery every workshop's checks run on (how a call is made and judged, how outputs are
+# compared, the guard bands, the launch counter, the device set-up). A change here can change
+# any verdict, so check, bad-call and bug-zoo runs record these beside the workshop's own files:
+# the report's staleness test then flags GPU evidence recorded before such a change.
+SHARED_CHECK_SOURCES = tuple(REPO_ROOT / "checks" / name for name in (
+    "core.py", "context.py", "compare.py", "tail_guard.py", "launches.py", "device.py"))
+
 
 def header(device: str, impl: str, sources: list[Path]) -> dict:
     """The provenance header for a run on `device` ("cuda" or "interpreter")."""

@@ -251,4 +251,4 @@ def _sources(workshops, implementation) -> list:
         check_module = Path(__file__).resolve().parent / f"{workshop}.py"
         if check_module.is_file():
             files.append(check_module)
-    return files
+    return files + list(provenance.SHARED_CHECK_SOURCES)
