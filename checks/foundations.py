@@ -781,10 +781,11 @@ _PROBE_ROWS = [[0.0, 1.0, 2.0, 3.0], [2.0, -1.0, 0.5, -0.25]]
 _RAGGED_PROBE_ROWS = [[0.0, 1.0, 2.0], [2.0, -1.0, 0.5]]
 
 
-def _probe(impl, x, rows=_PROBE_ROWS):
-    """A memo: the learner's row_softmax of `rows` (x's dtype and device) as float64 on the
-    CPU, with the probe's input; None when the call raises or returns something else (a
-    diagnosis then stays silent: the failure being diagnosed stands either way)."""
+def _probe(impl, x, rows=_PROBE_ROWS, dtype=None):
+    """A memo: the learner's row_softmax of `rows` (in `dtype`, by default x's, on x's device)
+    as float64 on the CPU, with the probe's input; None when the call raises or returns
+    something else (a diagnosis then stays silent: the failure being diagnosed stands either
+    way)."""
     memo = []
 
     def probe():
@@ -792,7 +793,7 @@ def _probe(impl, x, rows=_PROBE_ROWS):
             import torch
 
             p64 = torch.tensor(rows, dtype=torch.float64)
-            p = p64.to(device=x.device, dtype=x.dtype)
+            p = p64.to(device=x.device, dtype=dtype or x.dtype)
             result = None
             try:
                 out = impl.row_softmax(p)
@@ -1240,26 +1241,11 @@ def _statistics_in_fp16(x, impl):
     -inf is NaN). Named only when the case's output is that model's (NaN rows included) and a
     float32 probe row comes out as the model says too: a store rounded through float16 (right
     statistics) and a missing max shift (exp(100) overflows) do not give the probe's model."""
-    memo = []
+    import torch
 
-    def probe():
-        if not memo:
-            import torch
-
-            p64 = torch.tensor(_FP16_PROBE_ROWS, dtype=torch.float64)
-            result = None
-            try:
-                out = impl.row_softmax(p64.to(device=x.device, dtype=torch.float32))
-                if hasattr(out, "shape") and tuple(out.shape) == tuple(p64.shape):
-                    result = (p64.float().double(), out.detach().to("cpu", torch.float64))
-            except Exception:  # noqa: BLE001 - learner code may fail any way: no diagnosis
-                result = None
-            memo.append(result)
-        return memo[0]
+    probe = _probe(impl, x, _FP16_PROBE_ROWS, dtype=torch.float32)  # float32: no fp16 of its own
 
     def diagnose(got, expected, bad):
-        import torch
-
         from checks.compare import agrees, tolerance_for
 
         if x.dtype == torch.float16 or x.numel() == 0:
