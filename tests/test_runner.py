@@ -158,6 +158,9 @@ def test_json_record_has_the_contract_fields(tmp_path):
         assert key in header
     assert any(k.endswith("references/foundations.py") for k in header["sources"])
     assert any(k.endswith("checks/foundations.py") for k in header["sources"])
+    # and the machinery every check runs on (a change there stales GPU evidence too)
+    for shared in ("checks/context.py", "checks/compare.py", "checks/tail_guard.py"):
+        assert any(k.endswith(shared) for k in header["sources"]), shared
     for record in payload["results"]:
         for key in ("workshop", "check", "case", "tier", "device", "outcome", "message", "hint",
                     "max_error", "tolerance", "seconds"):
