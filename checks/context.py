@@ -1,10 +1,11 @@
 """What a check body gets: random inputs, a guarded call into learner code, comparisons.
 
 `ctx.call(...)` is where the robustness rules of the check contract live, once for every
-workshop: inputs must come back bitwise unchanged, the output must be a fresh tensor of the
-promised shape, dtype and device, nothing may be stored outside it, every element must be
-written (fresh memory holds a NaN of our own until a kernel writes it), and a crash in learner
-code becomes a FAIL naming the file and line.
+workshop: inputs must come back bitwise unchanged (the whole memory block each lives in, not
+only a view's elements), the output must be a fresh tensor of the promised shape, dtype and
+device, nothing may be stored outside it, every element must be written (fresh memory holds a
+NaN of our own until a kernel writes it), and a crash in learner code becomes a FAIL naming
+the file and line.
 """
 
 from __future__ import annotations
