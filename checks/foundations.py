@@ -441,7 +441,8 @@ def _softmax_diagnoses(width: int, x=None, impl=None, launched=None):
            _tail_loaded_as_zero(x, block), _max_as_denominator(x),
            *([_statistics_in_fp16(x, impl)] if impl is not None else []),
            _rounded_through_fp16(x),
-           _multiplied_by_sum(x), _denominator_is_mean(x), _logits_scaled(x)]
+           _multiplied_by_sum(x), _division_reversed(x), _denominator_is_mean(x),
+           _logits_scaled(x)]
           if x is not None else []),
         # Padded lanes can only add to the denominator: the rows come out too small. (A row
         # without padding comes out right then: a wrong power-of-two probe is another mistake.)
@@ -520,6 +521,7 @@ def row_softmax_extreme(ctx, impl, case):
         _denominator_sums_x(x, block, probe),
         _denominator_sums_exp_x(x, probe),
         _statistics_in_fp16(x, impl),
+        _division_reversed(x),  # before the overflow lambda: its inf stores are 1 / a tiny softmax
         _finite_tail_sentinel(x),
         _max_taken_as_zero(x),
         lambda g, e, bad: ("missing max subtraction: exp(x) overflowed to inf and inf/inf = NaN"
@@ -966,6 +968,44 @@ def _multiplied_by_sum(x):
         return ("multiplied by the sum instead of dividing: the output matches exp(x - max) * "
                 "sum, off from the softmax by sum^2 in every row; divide: y = numerator / "
                 "denominator")
+
+    return diagnose
+
+
+def _division_reversed(x):
+    """Diagnosis: y = denominator / numerator: the output is sum / exp(x - max), the softmax's
+    reciprocal (every value >= 1). Where exp(x - max) underflows in float32 (far below the
+    row's maximum) the kernel divides by 0 and stores inf; the float64 model is finite there
+    but past 2^125, so such elements count as the model's too. On rows of identical values
+    numerator * sum gives the same output (n for 1 / n): then the hint names both."""
+
+    def diagnose(got, expected, bad):
+        import torch
+
+        from checks.compare import agrees, tolerance_for
+
+        if x.numel() == 0:
+            return None
+        x64 = x.detach().cpu().double()
+        numerator = torch.exp(x64 - x64.amax(dim=-1, keepdim=True))
+        reciprocal = numerator.sum(dim=-1, keepdim=True) / numerator
+        model = reciprocal.to(x.dtype).double()
+        tol = tolerance_for(x.dtype)
+        if bool(agrees(expected, model, tol.rtol, tol.atol).all()):
+            return None
+        matches = agrees(got, model, tol.rtol, tol.atol) | ((got == math.inf) & (reciprocal > 2.0**125))
+        if not bool(matches.all()):
+            return None
+        product = (numerator * numerator.sum(dim=-1, keepdim=True)).to(x.dtype).double()
+        if bool(agrees(got, product, tol.rtol, tol.atol).all()):
+            # Rows of identical values: sum / 1 and 1 * sum are both the width, n, for 1 / n.
+            return ("division reversed or multiplied by the sum instead of dividing: every row "
+                    "holds identical values and the output is the row's width n where 1 / n is "
+                    "right, which sum / exp(x - max) and exp(x - max) * sum both give; divide "
+                    "the numerator by the sum: y = numerator / denominator")
+        return ("division reversed: the output matches sum / exp(x - max), 1 / softmax (every "
+                "value >= 1, inf where exp underflows to 0); divide the numerator by the sum: "
+                "y = numerator / denominator")
 
     return diagnose
 

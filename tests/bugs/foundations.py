@@ -278,10 +278,17 @@ BUGS += [
     Bug("softmax_denominator_sums_x", find="denominator = tl.sum(numerator, axis=0)",
         replace="denominator = tl.sum(x, axis=0)", check="row_softmax.values",
         hint="denominator sums x, not exp(x - max)"),
+    # The division reversed, sum / exp(x - max): 1 / softmax (a generic hint or none before;
+    # the forty-first session).
+    Bug("softmax_division_reversed", find="y = numerator / denominator",
+        replace="y = denominator / numerator", check="row_softmax.values",
+        hint="division reversed"),
 ]
 BUGS += [
     seen_later(BUGS, "softmax_statistics_in_fp16", name="softmax_statistics_in_fp16_extreme",
                check="row_softmax.extreme"),
     seen_later(BUGS, "softmax_denominator_sums_x", name="softmax_denominator_sums_x_extreme",
+               check="row_softmax.extreme"),
+    seen_later(BUGS, "softmax_division_reversed", name="softmax_division_reversed_extreme",
                check="row_softmax.extreme"),
 ]
