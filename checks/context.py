@@ -168,14 +168,9 @@ class CheckContext:
         torch = self.torch
         label = name or getattr(fn, "__name__", "function")
         inputs = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
-        before = [t.detach().clone() for t in inputs]
-        # The whole memory each input lives in, too: a store with a wrong stride or offset can
-        # land between a view's elements (the cells a slice or a step skips) and leave every
-        # element of the view itself unchanged. Not inside track_allocations, where the copy
-        # would count as the call's own memory (like the tail guard's bands).
-        storages_before = [] if self._tracking else [
-            (i, _storage_bytes(t).clone()) for i, t in _distinct_storages(inputs)
-            if not _covers_its_storage(t)]
+        # Not the whole memory blocks inside track_allocations, where their copies would count
+        # as the call's own memory (like the tail guard's bands).
+        snapshot = InputsSnapshot(inputs, whole_blocks=not self._tracking)
         with self._tail_guard(expect_shape, expect_dtype) as guard, fresh_memory_filled():
             out = call_learner(fn, *args, label=label, **kwargs)
         if self.device == "cuda":
@@ -189,19 +184,7 @@ class CheckContext:
                                    "larger than the work): a store reached outside the tensor; "
                                    "mask the lanes beyond the size, and launch programs only "
                                    "for rows or tiles that exist")
-        for i, (t, saved) in enumerate(zip(inputs, before, strict=True)):
-            if not _bitwise_equal(t, saved):
-                raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",
-                                  hint="inputs must never be written: allocate a fresh output")
-        for i, saved in storages_before:
-            if not torch.equal(_storage_bytes(inputs[i]), saved):
-                t = inputs[i]
-                raise CheckFailed(
-                    f"{label} wrote into the memory of its input #{i} (shape {tuple(t.shape)}, "
-                    f"strides {t.stride()}) outside the input's own elements",
-                    hint="a store landed in an input's memory, between or around the elements of "
-                         "the view: check which pointer each tl.store uses and the offsets and "
-                         "strides that address it; inputs must never be written")
+        snapshot.check(label)
         if not isinstance(out, torch.Tensor):
             raise CheckFailed(f"{label} returned {type(out).__name__}, expected a torch.Tensor",
                               hint="return the output tensor from the launcher")
@@ -535,6 +518,38 @@ def _compilation_hint(exc: BaseException) -> str:
                 "upcast, which hides this.)")
     return _shape_hint(reasons) or ("Triton could not compile the kernel: the message shows "
                                     "the line and the reason")
+
+
+class InputsSnapshot:
+    """Bitwise copies of a call's tensor inputs, taken before it; `check` fails the call that
+    changed one. Each input's elements are compared, and, where a view's elements are not its
+    whole memory block, the block too: a store with a wrong stride or offset can land between
+    a view's elements (the cells a slice or a step skips) and leave every element of the view
+    unchanged."""
+
+    def __init__(self, inputs: list, whole_blocks: bool = True):
+        self.inputs = inputs
+        self.elements = [t.detach().clone() for t in inputs]
+        self.blocks = [(i, _storage_bytes(t).clone()) for i, t in _distinct_storages(inputs)
+                       if not _covers_its_storage(t)] if whole_blocks else []
+
+    def check(self, label: str,
+              hint: str = "inputs must never be written: allocate a fresh output") -> None:
+        import torch
+
+        for i, (t, saved) in enumerate(zip(self.inputs, self.elements, strict=True)):
+            if not _bitwise_equal(t, saved):
+                raise CheckFailed(f"{label} wrote into its input #{i} (shape {tuple(t.shape)})",
+                                  hint=hint)
+        for i, saved in self.blocks:
+            t = self.inputs[i]
+            if not torch.equal(_storage_bytes(t), saved):
+                raise CheckFailed(
+                    f"{label} wrote into the memory of its input #{i} (shape {tuple(t.shape)}, "
+                    f"strides {t.stride()}) outside the input's own elements",
+                    hint="a store landed in an input's memory, between or around the elements of "
+                         "the view: check which pointer each tl.store uses and the offsets and "
+                         "strides that address it; inputs must never be written")
 
 
 def _distinct_storages(tensors) -> list:

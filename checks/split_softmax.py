@@ -838,19 +838,16 @@ def _call_stats(ctx, fn, *args, expect_shape, label, **kwargs):
     """Call a stage returning (a, b): both fresh float32 tensors of `expect_shape`, inputs
     unchanged."""
     torch = ctx.torch
-    from checks.context import call_learner, fresh_memory_filled
+    from checks.context import InputsSnapshot, call_learner, fresh_memory_filled
 
     inputs = [a for a in args if isinstance(a, torch.Tensor)]
-    before = [t.detach().clone() for t in inputs]
+    # ctx.call's own comparison: each input's elements and the memory block around a view
+    snapshot = InputsSnapshot(inputs)
     with fresh_memory_filled():  # an element never written reads as NaN, and is named so
         out = call_learner(fn, *args, label=label, **kwargs)
     if ctx.device == "cuda":
         torch.cuda.synchronize()
-    for i, (t, saved) in enumerate(zip(inputs, before)):
-        if not torch.equal(t.view(torch.int16 if t.element_size() == 2 else torch.int32),
-                           saved.view(torch.int16 if t.element_size() == 2 else torch.int32)):
-            ctx.fail(f"{label} wrote into its input #{i}",
-                     hint="inputs must never be written: allocate fresh statistics buffers")
+    snapshot.check(label, hint="inputs must never be written: allocate fresh statistics buffers")
     if not (isinstance(out, tuple) and len(out) == 2
             and all(isinstance(t, torch.Tensor) for t in out)):
         ctx.fail(f"{label} returned {type(out).__name__}, expected a tuple of two tensors",
