@@ -1286,7 +1286,9 @@ def _first_pass_model(x, dim: int, block_r: int, rows_per_split: int, variant: s
     chunk (m = -inf) is shifted by 0; "rescale_flipped": the old sum rescaled by
     exp(m_new - m) (inf at the first chunk, and 0 * inf = NaN); "unguarded": no -inf guard
     (shift = m_new); "shift_clamped": the shift is max(m_new, 0) (a clamp standing in for
-    the -inf guard); any other name: the right walk. (n_i, n_r) rows in, x's shape out; None
+    the -inf guard); "terms_without_log2e": the chunk's terms exp2(x - shift), without the
+    LOG2E factor (2^t where e^t belongs), beside a right rescale; any other name: the right
+    walk. (n_i, n_r) rows in, x's shape out; None
     for one block."""
     import torch
 
@@ -1313,8 +1315,9 @@ def _first_pass_model(x, dim: int, block_r: int, rows_per_split: int, variant: s
                 shift = m_new.clamp_min(0.0)
             base = m if variant == "old_max" else shift
             rescale = shift - m if variant == "rescale_flipped" else m - shift
+            terms_factor = 1.0 if variant == "terms_without_log2e" else log2e
             s = s * torch.exp2(rescale * log2e) + torch.exp2(
-                (chunk - base[:, None]) * log2e).sum(dim=1)
+                (chunk - base[:, None]) * terms_factor).sum(dim=1)
             m = m_new
         ms.append(m)
         ss.append(s)
@@ -1389,6 +1392,13 @@ def _first_pass_wrong(x, dim: int, block_r: int, rows_per_split: int = 0,
                          "is off by exp(-m), and the old sum is rescaled by exp(m - shift) "
                          "between two different references); the -inf guard replaces only "
                          "-inf: shift = tl.where(m_new == -float(\"inf\"), 0.0, m_new)",
+        # (named since the forty-first session; a generic hint before)
+        "terms_without_log2e": "chunk terms without LOG2E: the output matches a first pass "
+                               "that adds the chunk's exp2(x - shift), 2^(x - m) where e^(x - "
+                               "m) belongs, while the old sum is rescaled right, so each row's "
+                               "sum is off by a factor that depends on where the chunks fall; "
+                               "exp(t) = exp2(t * LOG2E) in both places: s = s * exp2((m - "
+                               "shift) * LOG2E) + sum(exp2((x - shift) * LOG2E))",
     }
     short = {
         "chunk_max": "whose m_new is the chunk's own max (the running max dropped)",
@@ -1396,6 +1406,7 @@ def _first_pass_wrong(x, dim: int, block_r: int, rows_per_split: int = 0,
         "guard_old_m": "whose -inf guard tests the old m (the first chunk unshifted, exp(x))",
         "rescale_flipped": "that rescales the old sum by exp(m_new - m)",
         "shift_clamped": "whose shift is max(m_new, 0)",
+        "terms_without_log2e": "whose chunk terms are exp2(x - shift), without LOG2E",
     }
 
     # Logits far below 0 (about -200): a max of 0 anywhere (a running max seeded with 0, a tail

@@ -225,6 +225,15 @@ BUGS += [
         find="tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),\n",
         replace="tl.sum(tl.exp2((x - m[None, :]) * LOG2E),\n", check="forward.paths",
         hint="chunk terms shifted by the old running max"),
+    # Path B's and path A's first pass add 2^(x - shift), the chunk terms without LOG2E, beside
+    # a right rescale (a generic hint before; the forty-first session).
+    Bug("across_chunk_terms_without_log2e",
+        find="tl.sum(tl.exp2((x - shift[None, :]) * LOG2E),\n",
+        replace="tl.sum(tl.exp2(x - shift[None, :]),\n", check="forward.paths",
+        hint="chunk terms without LOG2E"),
+    Bug("along_chunk_terms_without_log2e", find=_RESCALE_A,
+        replace="s = s * tl.exp2((m - shift) * LOG2E) + tl.sum(tl.exp2(x - shift[:, None]),",
+        check="forward.paths", hint="chunk terms without LOG2E"),
     # Path B's first pass keeps only each chunk's max: right while the maxima grow, an inf sum
     # once a chunk lies ~120 below an earlier one (forward.paths' drop=True cases).
     Bug("across_running_max_is_chunk_max", find="m_new = tl.maximum(m, tl.max(x, axis=0))",
