@@ -1587,6 +1587,18 @@ def _layout_view(t, layout: str):
 def _merge_diagnoses(m64, s64):
     import torch
 
+    def rescaled_shares():
+        """Each chunk's share of its row's sum, rescaled to the row's max: (rows, chunks)."""
+        return s64 * torch.exp(m64 - m64.amax(dim=1, keepdim=True))
+
+    def by_lanes(terms, lanes: int):
+        """terms padded with zeros to whole loop steps of `lanes` chunks: (rows, steps, lanes),
+        what a merge loop over blocks of `lanes` chunks holds step by step."""
+        steps = -(-terms.shape[1] // lanes)
+        padded = torch.zeros((terms.shape[0], steps * lanes), dtype=torch.float64)
+        padded[:, :terms.shape[1]] = terms
+        return padded.reshape(terms.shape[0], steps, lanes)
+
     def no_rescale(got, expected, bad):
         if got.shape != expected.shape or m64.shape[1] < 2:
             return None
@@ -1624,8 +1636,7 @@ def _merge_diagnoses(m64, s64):
         n_chunks = m64.shape[1]
         if got.shape != expected.shape or n_chunks < 2:
             return None
-        m_row = m64.amax(dim=1, keepdim=True)
-        terms = s64 * torch.exp(m64 - m_row)
+        terms = rescaled_shares()
         block = 1 << (n_chunks - 1).bit_length() - 1  # the largest power of two < n_chunks
         while block >= 1:
             last = (n_chunks - 1) // block * block  # the first chunk of the last loop step
@@ -1747,8 +1758,7 @@ def _merge_diagnoses(m64, s64):
         n_chunks = m64.shape[1]
         if got.shape != expected.shape or n_chunks < 2:
             return None
-        m_row = m64.amax(dim=1, keepdim=True)
-        terms = s64 * torch.exp(m64 - m_row)
+        terms = rescaled_shares()
         # the launcher's lane count first (where a smaller one fits too, it names the truth),
         # then the others: from 2 lanes up to the first that holds every chunk in one step
         default = min(1 << (n_chunks - 1).bit_length(), MERGE_BLOCK_C_MAX)
@@ -1757,9 +1767,7 @@ def _merge_diagnoses(m64, s64):
             counts.append(2 * counts[-1])
         for lanes in [default] + [c for c in counts if c != default]:
             steps = -(-n_chunks // lanes)
-            padded = torch.zeros((m64.shape[0], steps * lanes), dtype=torch.float64)
-            padded[:, :n_chunks] = terms
-            model = padded.reshape(m64.shape[0], steps, lanes).sum(dim=1).amax(dim=1)
+            model = by_lanes(terms, lanes).sum(dim=1).amax(dim=1)
             if _close(got, model, "float32", rtol=STAT_RTOL) and not _close(
                     expected, model, "float32", rtol=STAT_RTOL):
                 held = ("each lane holds one chunk's rescaled share, so s_row is the largest "
@@ -1775,13 +1783,10 @@ def _merge_diagnoses(m64, s64):
         n_chunks = m64.shape[1]
         if got.shape != expected.shape or n_chunks < 2:
             return None
-        m_row = m64.amax(dim=1, keepdim=True)
-        terms = s64 * torch.exp(m64 - m_row)
+        terms = rescaled_shares()
         lanes = 1 << (n_chunks - 1).bit_length() - 1  # the largest power of two < n_chunks
         while lanes >= 1:
-            padded = torch.zeros((m64.shape[0], -(-n_chunks // lanes) * lanes), dtype=torch.float64)
-            padded[:, :n_chunks] = terms
-            model = padded.reshape(m64.shape[0], -1, lanes).amax(dim=1).sum(dim=1)
+            model = by_lanes(terms, lanes).amax(dim=1).sum(dim=1)
             if _close(got, model, "float32", rtol=STAT_RTOL):
                 return HINT_MERGE_LANE_MAXIMUM.format(lanes=lanes, steps=-(-n_chunks // lanes))
             lanes //= 2
